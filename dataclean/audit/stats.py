@@ -1,0 +1,130 @@
+"""Stats of a finished run, aggregated with DuckDB over data/ and rejected/.
+
+Written to ``stats/``:
+
+* ``removed.parquet``: documents, characters and estimated tokens removed per stage × rule × reason ×
+  source × language;
+* ``kept.parquet``: the same for kept documents per source × language;
+* ``funnel.parquet``: per source and stage (in pipeline order), what went in and what came out; "in" at a
+  stage is everything kept plus everything removed at that stage or later, so the first stage's "in" is
+  the input;
+* ``inputs.parquet``: per input file, records read, kept, removed and bad records;
+* ``summary.json``: the totals, for machines.
+"""
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+
+from dataclean.audit.tables import connect
+from dataclean.io.writers import atomic_write_table, write_json_atomic
+
+
+def write_stats(out: str, stage_order: list[str], pass1: list[dict]) -> dict:
+    con = connect(out)
+    folder = os.path.join(out, "stats")
+    removed = con.sql("""
+        SELECT stage, rule, reason, source, coalesce(lang, 'unknown') AS lang, count(*) AS docs,
+               sum(coalesce(n_chars, 0))::BIGINT AS chars, sum(coalesce(n_tokens, 0))::BIGINT AS tokens
+        FROM removed GROUP BY ALL ORDER BY stage, rule, reason, source, lang""").to_arrow_table()
+    kept = con.sql("""
+        SELECT source, coalesce(lang, 'unknown') AS lang, count(*) AS docs, sum(n_chars)::BIGINT AS chars,
+               sum(n_tokens)::BIGINT AS tokens
+        FROM kept GROUP BY ALL ORDER BY source, lang""").to_arrow_table()
+    per_file = {r[0]: r[1:] for r in con.sql("""
+        SELECT origin_file, sum(k), sum(r), sum(b) FROM (
+            SELECT origin_file, count(*) AS k, 0 AS r, 0 AS b FROM kept GROUP BY ALL
+            UNION ALL
+            SELECT origin_file, 0, count(*), count(*) FILTER (WHERE reason = 'bad_record') FROM removed GROUP BY ALL)
+        GROUP BY origin_file""").fetchall()}
+    con.close()
+
+    atomic_write_table(removed, os.path.join(folder, "removed.parquet"))
+    atomic_write_table(kept, os.path.join(folder, "kept.parquet"))
+    atomic_write_table(_funnel(removed, kept, stage_order, pass1), os.path.join(folder, "funnel.parquet"))
+    inputs = pa.table({
+        "input": [p["input"] for p in pass1],
+        "status": [p["status"] for p in pass1],
+        "records": [p.get("records") for p in pass1],
+        "kept": [int(per_file.get(p["input"], (0, 0, 0))[0]) for p in pass1],
+        "removed": [int(per_file.get(p["input"], (0, 0, 0))[1]) for p in pass1],
+        "bad_records": [int(per_file.get(p["input"], (0, 0, 0))[2]) for p in pass1],
+        "error": [p.get("error") for p in pass1],
+    })
+    atomic_write_table(inputs, os.path.join(folder, "inputs.parquet"))
+
+    summary = _summary(removed, kept, stage_order, pass1)
+    write_json_atomic(summary, os.path.join(folder, "summary.json"))
+    return summary
+
+
+def _sum_by(table: pa.Table, keys: list[str], value: str = "docs") -> dict:
+    out: dict = {}
+    cols = [table.column(k).to_pylist() for k in keys]
+    for vals, v in zip(zip(*cols), table.column(value).to_pylist()):
+        key = vals[0] if len(vals) == 1 else "/".join(vals)
+        out[key] = out.get(key, 0) + v
+    return out
+
+
+def _funnel(removed: pa.Table, kept: pa.Table, stages: list[str], pass1: list[dict]) -> pa.Table:
+    sources = sorted(set(removed.column("source").to_pylist()) | set(kept.column("source").to_pylist()))
+    rows = {k: [] for k in ("source", "step", "stage", "docs_in", "docs_out", "chars_in", "chars_out",
+                            "tokens_in", "tokens_out")}
+    for source in sources + ["(all)"]:
+        def pick(t):
+            return t if source == "(all)" else t.filter(pa.compute.equal(t.column("source"), source))
+        k, r = pick(kept), pick(removed)
+        acc = {m: sum(k.column(m).to_pylist()) for m in ("docs", "chars", "tokens")}
+        by_stage = {m: _sum_by(r, ["stage"], m) if r.num_rows else {} for m in ("docs", "chars", "tokens")}
+        order = stages + sorted(set(by_stage["docs"]) - set(stages))
+        entries = []
+        for stage in reversed(order):
+            out = dict(acc)
+            for m in acc:
+                acc[m] += by_stage[m].get(stage, 0)
+            entries.append((stage, dict(acc), out))
+        for step, (stage, cin, cout) in enumerate(reversed(entries)):
+            rows["source"].append(source)
+            rows["step"].append(step)
+            rows["stage"].append(stage)
+            for m in ("docs", "chars", "tokens"):
+                rows[f"{m}_in"].append(cin[m])
+                rows[f"{m}_out"].append(cout[m])
+    return pa.table(rows)
+
+
+def _summary(removed: pa.Table, kept: pa.Table, stages: list[str], pass1: list[dict]) -> dict:
+    ok = [p for p in pass1 if p["status"] == "ok"]
+    input_by_source: dict[str, int] = {}
+    for p in ok:
+        for s, n in p["records_by_source"].items():
+            input_by_source[s] = input_by_source.get(s, 0) + n
+    kept_by_source = _sum_by(kept, ["source"]) if kept.num_rows else {}
+    removed_by_source = _sum_by(removed, ["source"]) if removed.num_rows else {}
+    by_source = {}
+    for s in sorted(set(input_by_source) | set(kept_by_source) | set(removed_by_source)):
+        by_source[s] = {"input": input_by_source.get(s, 0), "kept": kept_by_source.get(s, 0),
+                        "removed": removed_by_source.get(s, 0)}
+    input_records = sum(p["records"] for p in ok)
+    n_kept = sum(kept.column("docs").to_pylist())
+    n_removed = sum(removed.column("docs").to_pylist())
+    by_stage = _sum_by(removed, ["stage"]) if removed.num_rows else {}
+    return {
+        "input_files": len(pass1),
+        "failed_inputs": [{"input": p["input"], "error": p["error"]} for p in pass1 if p["status"] != "ok"],
+        "input_records": input_records,
+        "input_text_bytes": sum(p["text_bytes"] for p in ok),
+        "kept": n_kept,
+        "removed": n_removed,
+        "bad_records": sum(p["bad_records"] for p in ok),
+        "kept_chars": sum(kept.column("chars").to_pylist()),
+        "kept_tokens": sum(kept.column("tokens").to_pylist()),
+        "stages": stages,
+        "removed_by_stage": {s: by_stage[s] for s in stages if s in by_stage},
+        "removed_by_rule": _sum_by(removed, ["stage", "rule"]) if removed.num_rows else {},
+        "by_source": by_source,
+        "conservation_ok": input_records == n_kept + n_removed and all(
+            v["input"] == v["kept"] + v["removed"] for v in by_source.values()),
+    }

@@ -1,0 +1,72 @@
+"""The ``dataclean`` command: parse, call the library, print."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from dataclean.audit.verify import verify as verify_output
+from dataclean.config import ConfigError
+from dataclean.exec.runner import RunError, run as run_pipeline
+
+
+@click.group()
+@click.version_option(package_name="dataclean")
+def main() -> None:
+    """Clean pretraining text: normalize, filter, deduplicate, score, mix — with a ledger of every removal."""
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
+              help="YAML config merged onto rules/default.yaml.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1), help="Worker processes.")
+@click.option("--fresh", is_flag=True, help="Discard a previous run in OUTPUT (only files dataclean wrote).")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+@click.option("--text-column", help="Input column that holds the text (input.columns.text).")
+@click.option("--id-column", help="Input column that holds the id (input.columns.id).")
+@click.option("--source-column", help="Input column that holds the source (input.columns.source).")
+@click.option("--default-source", help="Source of records that have none (input.default_source).")
+def run(inputs, output, config_path, workers, fresh, quiet, text_column, id_column, source_column,
+        default_source) -> None:
+    """Clean INPUTS (files, folders or globs of .parquet/.jsonl[.gz|.zst]) into OUTPUT."""
+    overrides = {k: v for k, v in {
+        "input.columns.text": text_column, "input.columns.id": id_column,
+        "input.columns.source": source_column, "input.default_source": default_source}.items() if v is not None}
+    try:
+        summary = run_pipeline(list(inputs), output, config=config_path, workers=workers, fresh=fresh,
+                               quiet=quiet, overrides=overrides)
+    except (RunError, ConfigError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    for failed in summary.failed_inputs:
+        click.echo(f"error: cannot read {failed['error']}", err=True)
+    click.echo(f"{summary.input_records} records in: {summary.kept} kept, {summary.removed} removed "
+               f"({summary.seconds:.1f} s)")
+    for stage, n in summary.removed_by_stage.items():
+        click.echo(f"  removed by {stage}: {n}")
+    click.echo(f"cleaned data: {output}/data/   ledger: {output}/rejected/   stats: {output}/stats/summary.json")
+    if not summary.verified:
+        click.echo("error: the output failed verification (see above)", err=True)
+    if summary.failed_inputs or not summary.verified:
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("output", type=click.Path(exists=True, file_okay=False))
+def verify(output) -> None:
+    """Check the conservation law and shard integrity of a run's OUTPUT folder."""
+    report = verify_output(output)
+    if report.ok:
+        click.echo(f"ok: {report.input_records} records in = {report.kept} kept + {report.removed} removed; "
+                   f"{report.files_checked} shards readable, ids unique")
+        return
+    click.echo(f"FAILED: {len(report.problems)} problem(s)", err=True)
+    for p in report.problems:
+        click.echo(f"  {p}", err=True)
+    sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

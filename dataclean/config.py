@@ -1,0 +1,124 @@
+"""Loading and validating configuration: YAML rule sets merged onto ``rules/default.yaml``.
+
+The defaults are found in the source tree (``<repo>/rules``, for editable installs) or inside the wheel
+(``dataclean/_rules``, where the build puts the same folder).
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dataclean.pipeline import build_stage
+
+
+class ConfigError(ValueError):
+    """A configuration problem, with the offending key in the message."""
+
+
+def rules_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "rules", here / "_rules"):
+        if (candidate / "default.yaml").is_file():
+            return candidate
+    raise ConfigError("cannot find the default rules folder (rules/default.yaml)")
+
+
+def load_yaml(path: str | os.PathLike) -> dict:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config {path} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {path}: the top level must be a mapping, not {type(data).__name__}")
+    return data
+
+
+def default_config() -> dict:
+    return load_yaml(rules_dir() / "default.yaml")
+
+
+def _merge(base: Any, override: Any, key: str) -> Any:
+    if isinstance(base, dict):
+        if not isinstance(override, dict):
+            raise ConfigError(f"{key or 'config'}: expected a mapping, got {type(override).__name__}")
+        out = dict(base)
+        for k, v in override.items():
+            path = f"{key}.{k}" if key else str(k)
+            if k not in base:
+                raise ConfigError(f"unknown config key {path!r}")
+            out[k] = _merge(base[k], v, path)
+        return out
+    if isinstance(base, list):
+        if not isinstance(override, list):
+            raise ConfigError(f"{key}: expected a list, got {type(override).__name__}")
+        return copy.deepcopy(override)
+    if base is None or override is None:
+        return override
+    if isinstance(base, bool) != isinstance(override, bool):
+        raise ConfigError(f"{key}: expected {type(base).__name__}, got {override!r}")
+    if isinstance(base, (int, float)) and isinstance(override, (int, float)):
+        return override
+    if not isinstance(override, type(base)):
+        raise ConfigError(f"{key}: expected {type(base).__name__}, got {override!r}")
+    return override
+
+
+def resolve_config(user: dict | str | os.PathLike | None = None, overrides: dict | None = None) -> dict:
+    """Merge a user config (a dict or a YAML path) and flat overrides (``{"output.rejected_text": False}``)
+    onto the defaults, validate it and return the resolved config."""
+    cfg = default_config()
+    if user is not None:
+        if not isinstance(user, dict):
+            user = load_yaml(user)
+        cfg = _merge(cfg, user, "")
+    for dotted, value in (overrides or {}).items():
+        patch: dict = {}
+        cur = patch
+        parts = dotted.split(".")
+        for p in parts[:-1]:
+            cur = cur.setdefault(p, {})
+        cur[parts[-1]] = value
+        cfg = _merge(cfg, patch, "")
+    validate(cfg)
+    return cfg
+
+
+def validate(cfg: dict) -> None:
+    if not isinstance(cfg.get("pipeline"), list) or not cfg["pipeline"]:
+        raise ConfigError("pipeline: must be a non-empty list of stages")
+    names = set()
+    for i, spec in enumerate(cfg["pipeline"]):
+        if not isinstance(spec, dict) or "stage" not in spec:
+            raise ConfigError(f"pipeline[{i}]: each entry must be a mapping with a 'stage' key")
+        try:
+            stage = build_stage(spec)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"pipeline[{i}]: {exc}") from None
+        if stage.name in names:
+            raise ConfigError(f"pipeline[{i}]: stage name {stage.name!r} is used twice; give one a 'name'")
+        names.add(stage.name)
+    out = cfg["output"]
+    for key in ("shard_max_rows", "shard_max_mb", "row_group_rows"):
+        if not isinstance(out[key], int) or out[key] <= 0:
+            raise ConfigError(f"output.{key}: must be a positive integer, got {out[key]!r}")
+    if not isinstance(cfg["input"]["batch_rows"], int) or cfg["input"]["batch_rows"] <= 0:
+        raise ConfigError("input.batch_rows: must be a positive integer")
+    if not isinstance(cfg["input"]["columns"].get("text"), str):
+        raise ConfigError("input.columns.text: must name the text column")
+
+
+def config_hash(cfg: dict) -> str:
+    """sha256 of the canonical JSON of a resolved config."""
+    blob = json.dumps(cfg, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return hashlib.sha256(blob).hexdigest()

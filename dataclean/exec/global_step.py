@@ -1,0 +1,87 @@
+"""The global step: decisions that need the whole corpus, out-of-core in DuckDB.
+
+It reads only the narrow columns it needs from the pass-1 survivor files (DuckDB projects Parquet columns),
+works under ``global.duckdb_memory_limit`` and spills to ``global.temp_directory``. Its only product for
+pass 2 is one removal list sorted by ``doc_key`` (so each pass-2 task reads just its own row groups).
+
+Before any stage's global decision, ids are made unique: when two records share an id, the one that comes
+first in input order (smallest ``doc_key``) stays and the others are removed as ``duplicate_id``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import duckdb
+
+from dataclean.exec.layout import Layout
+from dataclean.io.writers import write_json_atomic
+
+REMOVAL_COLUMNS = "doc_key, stage, rule, reason, value, threshold, detail, dup_of"
+
+
+def connect(cfg: dict, lay: Layout) -> duckdb.DuckDBPyConnection:
+    g = cfg["global"]
+    tmp = g["temp_directory"] or os.path.join(lay.work, "duckdb_tmp")
+    os.makedirs(tmp, exist_ok=True)
+    con = duckdb.connect(":memory:")
+    con.execute(f"SET memory_limit = '{g['duckdb_memory_limit']}'")
+    con.execute(f"SET threads = {int(g['duckdb_threads'])}")
+    con.execute(f"SET temp_directory = '{_sql_str(tmp)}'")
+    con.execute("SET preserve_insertion_order = false")
+    return con
+
+
+def _sql_str(s: str) -> str:
+    return s.replace("'", "''")
+
+
+def _file_list(paths: list[str]) -> str:
+    return "[" + ", ".join(f"'{_sql_str(p)}'" for p in paths) + "]"
+
+
+def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerprint: str,
+                tasks: list[int]) -> dict:
+    started = time.time()
+    con = connect(cfg, lay)
+    os.makedirs(os.path.dirname(lay.removals), exist_ok=True)
+    con.execute("CREATE TABLE removals (doc_key BIGINT, stage VARCHAR, rule VARCHAR, reason VARCHAR, "
+                "value DOUBLE, threshold DOUBLE, detail VARCHAR, dup_of VARCHAR)")
+    counts: dict[str, int] = {}
+    if doc_files:
+        needed = {"doc_key", "id", "origin_file", "origin_row"}
+        for stage in pipeline.global_stages:
+            needed.update(f.name for f in stage.signal_fields)
+        cols = ", ".join(sorted(needed))
+        con.execute(f"CREATE VIEW docs AS SELECT {cols} FROM read_parquet({_file_list(doc_files)})")
+        con.execute("""
+            INSERT INTO removals
+            SELECT doc_key, 'ids', 'duplicate_id', 'duplicate_id', CAST(rn AS DOUBLE), 1.0,
+                   'id also at ' || first_origin, id
+            FROM (SELECT doc_key, id,
+                         row_number() OVER (PARTITION BY id ORDER BY doc_key) AS rn,
+                         first_value(origin_file || '#' || origin_row) OVER (PARTITION BY id ORDER BY doc_key) AS first_origin
+                  FROM docs WHERE id IN (SELECT id FROM docs GROUP BY id HAVING count(*) > 1))
+            WHERE rn > 1
+        """)
+        counts["ids"] = con.execute("SELECT count(*) FROM removals").fetchall()[0][0]
+        for stage in pipeline.global_stages:
+            con.execute("CREATE OR REPLACE TEMP VIEW alive AS SELECT * FROM docs "
+                        "ANTI JOIN removals USING (doc_key)")
+            if hasattr(stage, "write_artifacts"):
+                stage.write_artifacts(con, "alive", lay.dedup)
+            before = con.execute("SELECT count(*) FROM removals").fetchall()[0][0]
+            con.execute(f"INSERT INTO removals SELECT {REMOVAL_COLUMNS} FROM ({stage.global_removals(con, 'alive')})")
+            after = con.execute("SELECT count(*) FROM removals").fetchall()[0][0]
+            counts[stage.name] = after - before
+    tmp = lay.removals + ".tmp"
+    con.execute(f"COPY (SELECT * FROM removals ORDER BY doc_key) TO '{_sql_str(tmp)}' "
+                f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 65536)")
+    con.close()
+    os.replace(tmp, lay.removals)
+    if not cfg["global"]["temp_directory"]:  # a user-given temp folder is not ours to delete
+        shutil.rmtree(os.path.join(lay.work, "duckdb_tmp"), ignore_errors=True)
+    result = {"removed": counts, "fingerprint": fingerprint, "tasks": tasks, "seconds": round(time.time() - started, 3)}
+    write_json_atomic(result, lay.marker("global"))
+    return result

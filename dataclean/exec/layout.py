@@ -1,0 +1,58 @@
+"""Where a run keeps each of its files (one place, so every part agrees on the output folder layout)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+OWNER_FILE = ".dataclean-run.json"
+#: Everything dataclean writes at the top of an output folder; ``--fresh`` removes only these.
+OWNED_ENTRIES = ("data", "rejected", "stats", "dedup", "_work", "manifest.json", "report.html", OWNER_FILE)
+
+
+@dataclass(frozen=True)
+class Layout:
+    root: str
+
+    def p(self, *parts: str) -> str:
+        return os.path.join(self.root, *parts)
+
+    @property
+    def owner(self) -> str:
+        return self.p(OWNER_FILE)
+
+    @property
+    def work(self) -> str:
+        return self.p("_work")
+
+    @property
+    def data(self) -> str:
+        return self.p("data")
+
+    @property
+    def rejected(self) -> str:
+        return self.p("rejected")
+
+    @property
+    def stats(self) -> str:
+        return self.p("stats")
+
+    @property
+    def dedup(self) -> str:
+        return self.p("dedup")
+
+    @property
+    def manifest(self) -> str:
+        return self.p("manifest.json")
+
+    def marker(self, name: str) -> str:
+        return self.p("_work", "markers", f"{name}.json")
+
+    def pass1_dir(self, task: int) -> str:
+        return self.p("_work", "pass1", f"{task:05d}")
+
+    @property
+    def removals(self) -> str:
+        return self.p("_work", "global", "removals.parquet")
+
+    def data_prefix(self, task: int) -> str:
+        return f"part-{task:05d}"

@@ -1,0 +1,232 @@
+"""Running a whole job: plan → pass 1 → global step → pass 2 → stats, manifest, verify.
+
+Resume: every task leaves a marker carrying the run's fingerprint (hash of the resolved config and of the
+input list with sizes and mtimes). A rerun of the same command skips tasks whose marker is there and
+finishes the rest; a rerun whose fingerprint differs is refused unless ``fresh=True``, which first removes
+exactly the entries dataclean writes (see :data:`~dataclean.exec.layout.OWNED_ENTRIES`).
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from dataclean.config import config_hash, resolve_config
+from dataclean.exec.global_step import global_step
+from dataclean.exec.layout import OWNED_ENTRIES, Layout
+from dataclean.exec.local import LocalExecutor
+from dataclean.exec.tasks import TaskSpec, load_marker, pass1_task, pass2_task, pipeline_for
+from dataclean.io.readers import discover_inputs
+from dataclean.io.writers import write_json_atomic
+
+
+class RunError(Exception):
+    """A run that cannot start or cannot finish, with a message meant for the user."""
+
+
+@dataclass
+class RunSummary:
+    output: str
+    input_records: int
+    kept: int
+    removed: int
+    removed_by_stage: dict[str, int]
+    removed_by_rule: dict[str, int]
+    failed_inputs: list[dict] = field(default_factory=list)
+    verified: bool = False
+    seconds: float = 0.0
+    resumed_tasks: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.verified and not self.failed_inputs
+
+
+def fingerprint(cfg: dict, inputs: list[str]) -> str:
+    files = [(p, os.path.getsize(p), os.stat(p).st_mtime_ns) for p in inputs]
+    blob = json.dumps({"config": config_hash(cfg), "inputs": files}, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def _check_output_folder(out: str, inputs: list[str], fp: str, fresh: bool) -> None:
+    out_abs = os.path.realpath(out)
+    for path in inputs:
+        p = os.path.realpath(path)
+        if p == out_abs or p.startswith(out_abs + os.sep):
+            raise RunError(f"input {path} lies inside the output folder {out}; choose another output folder")
+        if os.path.dirname(p) == out_abs:
+            raise RunError(f"output folder {out} is an input folder; choose another output folder")
+    lay = Layout(out)
+    if not os.path.exists(out):
+        return
+    if not os.path.isdir(out):
+        raise RunError(f"output {out} exists and is not a folder")
+    entries = [e for e in os.listdir(out)]
+    if not entries:
+        return
+    if not os.path.exists(lay.owner):
+        raise RunError(f"output folder {out} is not empty and was not written by dataclean; "
+                       "refusing to write into it (choose an empty or new folder)")
+    if fresh:
+        for name in OWNED_ENTRIES:
+            path = lay.p(name)
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            elif os.path.exists(path):
+                os.remove(path)
+        return
+    with open(lay.owner, encoding="utf-8") as fh:
+        owner = json.load(fh)
+    if owner.get("fingerprint") != fp:
+        raise RunError(f"output folder {out} holds a run with a different configuration or different inputs "
+                       f"(fingerprint {owner.get('fingerprint', '?')[:12]} vs {fp[:12]}). "
+                       "Use --fresh to discard it and start over, or choose another output folder.")
+
+
+class _Progress:
+    """Progress bars on stderr (rich); silent when quiet."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self._bar = None
+
+    @contextmanager
+    def phase(self, label: str, total: int):
+        if self.quiet or total == 0:
+            yield lambda *_: None
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        with Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("tasks"), TimeElapsedColumn(), console=Console(stderr=True),
+                      transient=False) as bar:
+            t = bar.add_task(label, total=total)
+            yield lambda *_: bar.advance(t)
+
+
+def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False, quiet: bool = True,
+        executor=None, overrides: dict | None = None) -> RunSummary:
+    """Clean ``inputs`` (files, folders, globs) into ``output``; return a :class:`RunSummary`.
+
+    ``config`` is a resolved config dict, a YAML path or None (defaults). Raises :class:`RunError` when the
+    run cannot start (bad output folder, changed config without ``fresh``, no inputs).
+    """
+    started = time.time()
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    cfg = config if isinstance(config, dict) and "pipeline" in config and not overrides else \
+        resolve_config(config, overrides)
+    try:
+        files = discover_inputs([str(i) for i in inputs])
+    except FileNotFoundError as exc:
+        raise RunError(str(exc)) from None
+    if not files:
+        raise RunError(f"no input files found in {', '.join(map(str, inputs))} "
+                       "(looked for .parquet, .jsonl, .jsonl.gz, .jsonl.zst)")
+    fp = fingerprint(cfg, files)
+    _check_output_folder(output, files, fp, fresh)
+    lay = Layout(output)
+    os.makedirs(output, exist_ok=True)
+    if not os.path.exists(lay.owner):
+        write_json_atomic({"tool": "dataclean", "fingerprint": fp, "config_hash": config_hash(cfg)}, lay.owner)
+
+    final = load_marker(lay, "final")
+    if final and final.get("fingerprint") == fp:
+        return _summary_from_disk(lay, resumed=len(files) * 2 + 1, started=started)
+
+    pipe = pipeline_for(cfg)
+    progress = _Progress(quiet)
+    ex = executor or LocalExecutor(workers)
+    timings: dict[str, float] = {}
+    resumed = 0
+    try:
+        # -- pass 1 -----------------------------------------------------------------------------------
+        t0 = time.time()
+        specs = [TaskSpec(i, path, output, cfg, fp) for i, path in enumerate(files)]
+        p1: dict[int, dict] = {}
+        todo = []
+        for spec in specs:
+            m = load_marker(lay, f"pass1-{spec.task:05d}")
+            if m and m.get("fingerprint") == fp:
+                p1[spec.task] = m
+                resumed += 1
+            else:
+                todo.append(spec)
+        with progress.phase("pass 1", len(todo)) as tick:
+            for res in ex.map(pass1_task, todo, on_done=tick):
+                p1[res["task"]] = res
+        failed = [p1[i] for i in sorted(p1) if p1[i]["status"] != "ok"]
+        ok_tasks = [i for i in sorted(p1) if p1[i]["status"] == "ok"]
+        timings["pass1"] = round(time.time() - t0, 3)
+
+        # -- global step ------------------------------------------------------------------------------
+        t0 = time.time()
+        g = load_marker(lay, "global")
+        if not (g and g.get("fingerprint") == fp and g.get("tasks") == ok_tasks):
+            for stale in glob.glob(lay.marker("pass2-*")):
+                os.remove(stale)  # pass-2 results belong to the global step that is about to be redone
+            doc_files = sorted(f for i in ok_tasks for f in glob.glob(os.path.join(lay.pass1_dir(i), "docs-*.parquet")))
+            with progress.phase("global", 1) as tick:
+                g = global_step(lay, cfg, pipe, doc_files, fp, ok_tasks)
+                tick()
+        else:
+            resumed += 1
+        timings["global"] = round(time.time() - t0, 3)
+
+        # -- pass 2 -----------------------------------------------------------------------------------
+        t0 = time.time()
+        todo = []
+        for i in ok_tasks:
+            m = load_marker(lay, f"pass2-{i:05d}")
+            if m and m.get("fingerprint") == fp:
+                resumed += 1
+            else:
+                todo.append(specs[i])
+        with progress.phase("pass 2", len(todo)) as tick:
+            ex.map(pass2_task, todo, on_done=tick)
+        timings["pass2"] = round(time.time() - t0, 3)
+    finally:
+        if executor is None:
+            ex.close()
+
+    # -- stats, manifest, verify --------------------------------------------------------------------------
+    from dataclean.audit.manifest import write_manifest
+    from dataclean.audit.stats import write_stats
+    from dataclean.audit.verify import verify
+
+    t0 = time.time()
+    stage_order = ["read"] + [s.name for s in pipe.stages if not getattr(s, "is_global", False)] + ["ids"] + \
+        [s.name for s in pipe.global_stages]
+    write_stats(output, stage_order, [p1[i] for i in sorted(p1)])
+    timings["stats"] = round(time.time() - t0, 3)
+    timings["total"] = round(time.time() - started, 3)
+    write_manifest(lay, cfg, fp, [p1[i] for i in sorted(p1)], timings, workers=getattr(ex, "workers", 1),
+                   executor=getattr(ex, "name", "local"))
+    report = verify(output)
+    if report.ok and not failed:
+        write_json_atomic({"fingerprint": fp, "finished": time.time()}, lay.marker("final"))
+        shutil.rmtree(os.path.join(lay.work, "pass1"), ignore_errors=True)
+    elif not report.ok:
+        print("verify: " + "; ".join(report.problems), file=sys.stderr)
+    summary = _summary_from_disk(lay, resumed=resumed, started=started)
+    summary.verified = report.ok
+    summary.failed_inputs = [{"input": f["input"], "error": f["error"]} for f in failed]
+    return summary
+
+
+def _summary_from_disk(lay: Layout, resumed: int, started: float) -> RunSummary:
+    with open(os.path.join(lay.stats, "summary.json"), encoding="utf-8") as fh:
+        s = json.load(fh)
+    with open(lay.manifest, encoding="utf-8") as fh:
+        manifest = json.load(fh)
+    failed = [{"input": i["path"], "error": i["error"]} for i in manifest["inputs"] if i.get("status") != "ok"]
+    return RunSummary(output=lay.root, input_records=s["input_records"], kept=s["kept"], removed=s["removed"],
+                      removed_by_stage=s["removed_by_stage"], removed_by_rule=s["removed_by_rule"],
+                      failed_inputs=failed, verified=s.get("conservation_ok", False),
+                      seconds=round(time.time() - started, 3), resumed_tasks=resumed)

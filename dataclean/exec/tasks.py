@@ -1,0 +1,184 @@
+"""The task functions of a run. Each is a plain function of picklable arguments so that any executor (the
+local process pool, Ray) can run it; each writes its outputs atomically and then its completion marker.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import time
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import xxhash
+
+from dataclean.config import config_hash
+from dataclean.exec.layout import Layout
+from dataclean.io.readers import ColumnMapping, InputFileError, read_shard
+from dataclean.io.writers import ShardWriter, write_json_atomic
+from dataclean.pipeline import Pipeline, conform
+
+_PIPELINES: dict[str, Pipeline] = {}
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    task: int
+    input_path: str
+    out: str
+    config: dict
+    fingerprint: str
+
+
+def pipeline_for(config: dict) -> Pipeline:
+    """One pipeline per config per process (stages may load models)."""
+    key = config_hash(config)
+    if key not in _PIPELINES:
+        _PIPELINES[key] = Pipeline.from_config(config)
+    return _PIPELINES[key]
+
+
+def _clear(paths) -> None:
+    for path in paths:
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+
+
+def _value_counts(arr: pa.Array) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for item in pc.value_counts(arr).to_pylist():
+        key = item["values"] if item["values"] is not None else "unknown"
+        counts[key] = counts.get(key, 0) + item["counts"]
+    return counts
+
+
+def _add_counts(total: dict, more: dict) -> None:
+    for k, v in more.items():
+        total[k] = total.get(k, 0) + v
+
+
+def file_checksum(path: str) -> str:
+    h = xxhash.xxh3_128()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    return "xxh3_128:" + h.hexdigest()
+
+
+def pass1_task(spec: TaskSpec) -> dict:
+    """Read one input shard, run the pass-1 stages, write survivors and ledger rows for it."""
+    started = time.time()
+    lay = Layout(spec.out)
+    cfg = spec.config
+    pipe = pipeline_for(cfg)
+    folder = lay.pass1_dir(spec.task)
+    os.makedirs(folder, exist_ok=True)
+    _clear(glob.glob(os.path.join(folder, "*")) + glob.glob(os.path.join(folder, ".*")))
+    docs = ShardWriter(folder, "docs", pipe.survivor_schema(), max_rows=cfg["output"]["shard_max_rows"],
+                       max_bytes=cfg["output"]["shard_max_mb"] << 20)
+    rejected = ShardWriter(folder, "rejected", pipe.ledger_schema())
+    cols = cfg["input"]["columns"]
+    mapping = ColumnMapping(text=cols["text"], id=cols["id"], source=cols["source"], url=cols["url"],
+                            lang=cols["lang"], default_source=cfg["input"]["default_source"])
+    records = bad = kept = 0
+    by_source: dict[str, int] = {}
+    nbytes = 0
+    try:
+        for chunk in read_shard(spec.input_path, spec.task, mapping, cfg["input"]["batch_rows"]):
+            records += chunk.n_records
+            nbytes += pc.sum(pc.binary_length(chunk.docs.column("text"))).as_py() or 0
+            _add_counts(by_source, _value_counts(chunk.docs.column("source")))
+            if chunk.bad is not None:
+                bad += chunk.bad.num_rows
+                _add_counts(by_source, _value_counts(chunk.bad.column("source")))
+                rejected.write(conform(chunk.bad, pipe.ledger_schema()))
+            outcome = pipe.process(chunk.docs)
+            docs.write(outcome.kept)
+            rejected.write(outcome.removed)
+            kept += outcome.kept.num_rows
+    except InputFileError as exc:
+        docs.abort()
+        rejected.abort()
+        return {"task": spec.task, "input": spec.input_path, "status": "failed", "error": str(exc)}
+    except BaseException:
+        docs.abort()
+        rejected.abort()
+        raise
+    docs.commit(write_empty=True)
+    rejected.commit(write_empty=True)
+    result = {
+        "task": spec.task, "input": spec.input_path, "status": "ok", "records": records, "bad_records": bad,
+        "pass1_kept": kept, "pass1_removed": records - kept, "records_by_source": by_source,
+        "text_bytes": nbytes, "size": os.path.getsize(spec.input_path),
+        "mtime_ns": os.stat(spec.input_path).st_mtime_ns, "checksum": file_checksum(spec.input_path),
+        "seconds": round(time.time() - started, 3), "fingerprint": spec.fingerprint,
+    }
+    write_json_atomic(result, lay.marker(f"pass1-{spec.task:05d}"))
+    return result
+
+
+def pass2_task(spec: TaskSpec) -> dict:
+    """Apply the global removals to one task's survivors; write its data/ shards and its ledger part."""
+    started = time.time()
+    lay = Layout(spec.out)
+    cfg = spec.config
+    pipe = pipeline_for(cfg)
+    prefix = lay.data_prefix(spec.task)
+    _clear(glob.glob(os.path.join(lay.data, prefix + "-*")) + glob.glob(os.path.join(lay.rejected, prefix + "-*")))
+    lo, hi = spec.task << 40, (spec.task + 1) << 40
+    removals = pq.read_table(lay.removals, filters=[("doc_key", ">=", lo), ("doc_key", "<", hi)])
+    rem_keys = removals.column("doc_key").combine_chunks()
+    out_schema, ledger_schema = pipe.output_schema(), pipe.ledger_schema()
+    data = ShardWriter(lay.data, prefix, out_schema, max_rows=cfg["output"]["shard_max_rows"],
+                       max_bytes=cfg["output"]["shard_max_mb"] << 20,
+                       row_group_rows=cfg["output"]["row_group_rows"])
+    ledger_parts = [conform(b, ledger_schema) for f in sorted(glob.glob(os.path.join(lay.pass1_dir(spec.task), "rejected-*.parquet")))
+                    for b in pq.read_table(f).to_batches()]
+    kept = 0
+    for path in sorted(glob.glob(os.path.join(lay.pass1_dir(spec.task), "docs-*.parquet"))):
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=cfg["input"]["batch_rows"]):
+            gone = pc.is_in(batch.column("doc_key"), value_set=rem_keys) if len(rem_keys) else None
+            if gone is not None and pc.any(gone).as_py():
+                ledger_parts.append(_global_ledger_rows(batch.filter(gone), removals, ledger_schema,
+                                                        pipe.keep_rejected_text))
+                batch = batch.filter(pc.invert(gone))
+            data.write(conform(batch, out_schema))
+            kept += batch.num_rows
+    ledger = pa.Table.from_batches(ledger_parts, schema=ledger_schema)
+    ledger = ledger.sort_by([("origin_row", "ascending")])
+    rej = ShardWriter(lay.rejected, prefix, ledger_schema, max_rows=cfg["output"]["shard_max_rows"],
+                      max_bytes=cfg["output"]["shard_max_mb"] << 20)
+    rej.write(ledger)
+    try:
+        data.commit(write_empty=True)
+        rej.commit(write_empty=True)
+    except BaseException:
+        data.abort()
+        rej.abort()
+        raise
+    result = {"task": spec.task, "kept": kept, "removed": ledger.num_rows, "fingerprint": spec.fingerprint,
+              "seconds": round(time.time() - started, 3)}
+    write_json_atomic(result, lay.marker(f"pass2-{spec.task:05d}"))
+    return result
+
+
+def _global_ledger_rows(gone: pa.RecordBatch, removals: pa.Table, schema: pa.Schema,
+                        keep_text: bool) -> pa.RecordBatch:
+    decided = removals.filter(pc.is_in(removals.column("doc_key"), value_set=gone.column("doc_key")))
+    joined = pa.Table.from_batches([gone]).join(decided, keys="doc_key", join_type="inner")
+    if not keep_text:
+        joined = joined.set_column(joined.schema.get_field_index("text"), "text",
+                                   pa.nulls(joined.num_rows, pa.string()))
+    return conform(joined.combine_chunks().to_batches()[0], schema)
+
+
+def load_marker(lay: Layout, name: str) -> dict | None:
+    try:
+        with open(lay.marker(name), encoding="utf-8") as fh:
+            return json.load(fh)
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None

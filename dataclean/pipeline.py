@@ -1,0 +1,136 @@
+"""A pipeline is a plain list of stages, applied in order to record batches.
+
+:meth:`Pipeline.process` is the whole of pass 1 for one batch: each stage computes its signals over the
+rows still alive, its decisions remove rows (first stage that removes a row owns its fate), and the removed
+rows become ledger rows carrying the signals computed so far. Stages marked ``is_global`` contribute pass-1
+columns here and decide later, over the whole corpus, in the global step.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataclean.schema import BASE_SIGNAL_FIELDS, DOC_FIELDS, LEDGER_FIELDS, OUTPUT_DOC_NAMES
+from dataclean.stages import REGISTRY, Stage
+from dataclean.stages.base import with_columns
+from dataclean.tokens import count_chars, estimate_tokens
+
+LEDGER_SCHEMA = pa.schema(LEDGER_FIELDS)
+
+
+@dataclass
+class BatchOutcome:
+    kept: pa.RecordBatch  # documents that survive pass 1, with every signal column
+    removed: pa.RecordBatch  # ledger rows (LEDGER_FIELDS + signal columns)
+
+
+class Pipeline:
+    def __init__(self, stages: Sequence[Stage], keep_rejected_text: bool = True):
+        names = [s.name for s in stages]
+        dupes = {n for n in names if names.count(n) > 1}
+        if dupes:
+            raise ValueError(f"stage names must be unique; repeated: {', '.join(sorted(dupes))}")
+        self.stages = list(stages)
+        self.keep_rejected_text = keep_rejected_text
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Pipeline":
+        stages = [build_stage(spec) for spec in config["pipeline"]]
+        return cls(stages, keep_rejected_text=config["output"]["rejected_text"])
+
+    # -- schemas ------------------------------------------------------------------------------------------
+    @property
+    def signal_fields(self) -> list[pa.Field]:
+        return [f for s in self.stages for f in s.signal_fields]
+
+    @property
+    def internal_columns(self) -> set[str]:
+        return {c for s in self.stages for c in getattr(s, "internal_columns", ())}
+
+    def survivor_schema(self) -> pa.Schema:
+        """Pass-1 survivors: canonical columns, lengths, every stage's signals."""
+        return pa.schema(DOC_FIELDS + BASE_SIGNAL_FIELDS + self.signal_fields)
+
+    def ledger_schema(self) -> pa.Schema:
+        extra = [f.with_nullable(True) for f in self.signal_fields if f.name not in self.internal_columns]
+        return pa.schema(LEDGER_FIELDS + extra)
+
+    def output_schema(self) -> pa.Schema:
+        base = {f.name: f for f in DOC_FIELDS + BASE_SIGNAL_FIELDS}
+        fields = [base[n] for n in OUTPUT_DOC_NAMES]
+        fields += [f for f in self.signal_fields if f.name not in self.internal_columns]
+        return pa.schema(fields)
+
+    @property
+    def global_stages(self) -> list[Stage]:
+        return [s for s in self.stages if getattr(s, "is_global", False)]
+
+    # -- processing ---------------------------------------------------------------------------------------
+    def process(self, batch: pa.RecordBatch) -> BatchOutcome:
+        removed: list[pa.RecordBatch] = []
+        for stage in self.stages:
+            if batch.num_rows == 0:
+                break
+            result = stage(batch)
+            batch = result.batch
+            if result.decisions is not None:
+                mask = result.decisions.removed
+                removed.append(self._ledger_rows(batch, stage.name, result.decisions, mask))
+                batch = batch.filter(pc.invert(mask))
+        batch = with_columns(batch, {"n_chars": count_chars(batch.column("text")),
+                                     "n_tokens": estimate_tokens(batch.column("text"))})
+        kept = conform(batch, self.survivor_schema())
+        ledger = self.ledger_schema()
+        parts = [conform(r, ledger) for r in removed]
+        removed_batch = pa.concat_batches(parts) if parts else pa.RecordBatch.from_pylist([], schema=ledger)
+        return BatchOutcome(kept=kept, removed=removed_batch)
+
+    def _ledger_rows(self, batch, stage_name, decisions, mask) -> pa.RecordBatch:
+        rows = batch.filter(mask)
+        text = rows.column("text")
+        n = rows.num_rows
+        cols = {
+            "stage": pa.array([stage_name] * n, pa.string()),
+            "rule": decisions.rule.filter(mask),
+            "reason": decisions.reason.filter(mask),
+            "value": decisions.value.filter(mask),
+            "threshold": decisions.threshold.filter(mask),
+            "detail": decisions.detail.filter(mask),
+            "dup_of": pa.nulls(n, pa.string()),
+            "n_chars": count_chars(text),
+            "n_tokens": estimate_tokens(text),
+            "raw": pa.nulls(n, pa.binary()),
+        }
+        if not self.keep_rejected_text:
+            cols["text"] = pa.nulls(n, pa.string())
+        return with_columns(rows, cols)
+
+
+def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """Select and order ``schema``'s columns, filling absent ones with nulls."""
+    n = batch.num_rows
+    arrays = []
+    for f in schema:
+        idx = batch.schema.get_field_index(f.name)
+        arrays.append(batch.column(idx).cast(f.type) if idx >= 0 else pa.nulls(n, f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def build_stage(spec: dict) -> Stage:
+    """Build a stage from a recipe entry ``{"stage": KIND, "name": optional, **params}``."""
+    spec = dict(spec)
+    kind = spec.pop("stage", None)
+    if kind not in REGISTRY:
+        known = ", ".join(sorted(REGISTRY))
+        raise ValueError(f"unknown stage {kind!r} (known stages: {known})")
+    cls = REGISTRY[kind]
+    accepted = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    unknown = set(spec) - accepted
+    if unknown:
+        raise ValueError(f"stage {kind!r}: unknown parameter(s) {', '.join(sorted(unknown))} "
+                         f"(accepted: {', '.join(sorted(accepted))})")
+    return cls(**spec)

@@ -1,0 +1,127 @@
+"""The stage interface: signals first, then decisions.
+
+A stage is called on one :class:`pyarrow.RecordBatch` that has at least a ``text`` column. It returns a
+:class:`StageResult`: the same rows (text possibly rewritten) with the stage's signal columns appended, and
+per-row :class:`Decisions` saying which rule, if any, removes each row and with what deciding value. A stage
+never filters rows itself; the pipeline applies the decisions, so every signal of a stage is computed for
+every row it sees and a reviewer can re-threshold with SQL later.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, ClassVar, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+@dataclass
+class Check:
+    """One rule of a stage, as arrays over the batch's rows: ``failed`` rows are removed by this rule."""
+
+    rule: str
+    reason: str
+    failed: pa.Array  # bool, nulls count as not failed
+    value: pa.Array | float | None = None  # the deciding signal value per row
+    threshold: float | None = None
+    detail: pa.Array | str | None = None
+
+
+@dataclass
+class Decisions:
+    """Per row: ``rule`` is null where the row is kept; otherwise the first failing check decides."""
+
+    rule: pa.Array
+    reason: pa.Array
+    value: pa.Array
+    threshold: pa.Array
+    detail: pa.Array
+
+    @property
+    def removed(self) -> pa.Array:
+        return pc.is_valid(self.rule)
+
+    @classmethod
+    def from_checks(cls, n: int, checks: Sequence[Check]) -> "Decisions | None":
+        """Combine checks in order: a row removed by several rules is attributed to the first of them."""
+        rule = pa.nulls(n, pa.string())
+        reason = pa.nulls(n, pa.string())
+        value = pa.nulls(n, pa.float64())
+        threshold = pa.nulls(n, pa.float64())
+        detail = pa.nulls(n, pa.string())
+        any_failed = False
+        for check in reversed(checks):
+            failed = pc.fill_null(check.failed, False)
+            if not pc.any(failed).as_py():
+                continue
+            any_failed = True
+            rule = pc.if_else(failed, pa.scalar(check.rule, pa.string()), rule)
+            reason = pc.if_else(failed, pa.scalar(check.reason, pa.string()), reason)
+            value = pc.if_else(failed, _as_array(check.value, n, pa.float64()), value)
+            threshold = pc.if_else(failed, pa.scalar(check.threshold, pa.float64()), threshold)
+            detail = pc.if_else(failed, _as_array(check.detail, n, pa.string()), detail)
+        if not any_failed:
+            return None
+        return cls(rule, reason, value, threshold, detail)
+
+
+def _as_array(v: Any, n: int, typ: pa.DataType) -> pa.Array:
+    if v is None:
+        return pa.nulls(n, typ)
+    if isinstance(v, (pa.Array, pa.ChunkedArray)):
+        return pc.cast(v, typ)
+    return pa.array([v] * n, typ)
+
+
+@dataclass
+class StageResult:
+    batch: pa.RecordBatch
+    decisions: Decisions | None = None  # None: every row kept
+
+
+class Stage:
+    """Base class of pass-1 stages.
+
+    Subclasses set ``kind`` (the registry name used in YAML), declare ``signal_fields`` and implement
+    :meth:`apply`. Constructor keyword arguments are the stage's parameters; their defaults are the
+    documented values, and :meth:`params` returns them for the config hash and the manifest.
+    """
+
+    kind: ClassVar[str] = ""
+    #: Columns this stage appends to the batch.
+    signal_fields: ClassVar[list[pa.Field]] = []
+    #: Whether the stage rewrites ``text`` (the pipeline then re-measures lengths).
+    rewrites_text: ClassVar[bool] = False
+
+    def __init__(self, name: str | None = None):
+        self.name = name or self.kind
+
+    def __call__(self, batch: pa.RecordBatch) -> StageResult:
+        if "text" not in batch.schema.names:
+            raise ValueError(f"stage {self.name!r} needs a 'text' column")
+        return self.apply(batch)
+
+    def apply(self, batch: pa.RecordBatch) -> StageResult:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def params(self) -> dict:
+        sig = inspect.signature(type(self).__init__)
+        return {k: getattr(self, k) for k in sig.parameters if k not in ("self", "name") and hasattr(self, k)}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
+        return f"{type(self).__name__}({args})"
+
+
+def with_columns(batch: pa.RecordBatch, columns: dict[str, pa.Array]) -> pa.RecordBatch:
+    """Return ``batch`` with ``columns`` set (replaced in place when they exist, appended otherwise)."""
+    for name, arr in columns.items():
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        idx = batch.schema.get_field_index(name)
+        if idx >= 0:
+            batch = batch.set_column(idx, pa.field(name, arr.type), arr)
+        else:
+            batch = batch.append_column(pa.field(name, arr.type), arr)
+    return batch
