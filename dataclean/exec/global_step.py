@@ -15,6 +15,7 @@ import time
 
 import duckdb
 
+from dataclean.exec.failpoints import failpoint
 from dataclean.exec.layout import Layout
 from dataclean.io.writers import write_json_atomic
 
@@ -75,11 +76,13 @@ def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerpr
             con.execute(f"INSERT INTO removals SELECT {REMOVAL_COLUMNS} FROM ({stage.global_removals(con, 'alive')})")
             after = con.execute("SELECT count(*) FROM removals").fetchall()[0][0]
             counts[stage.name] = after - before
+            failpoint("global-mid")
     tmp = lay.removals + ".tmp"
     con.execute(f"COPY (SELECT * FROM removals ORDER BY doc_key) TO '{_sql_str(tmp)}' "
                 f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 65536)")
     con.close()
     os.replace(tmp, lay.removals)
+    failpoint("global-written")
     if not cfg["global"]["temp_directory"]:  # a user-given temp folder is not ours to delete
         shutil.rmtree(os.path.join(lay.work, "duckdb_tmp"), ignore_errors=True)
     result = {"removed": counts, "fingerprint": fingerprint, "tasks": tasks, "seconds": round(time.time() - started, 3)}

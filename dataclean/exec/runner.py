@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from dataclean.config import config_hash, resolve_config
+from dataclean.exec.failpoints import failpoint
 from dataclean.exec.global_step import global_step
 from dataclean.exec.layout import OWNED_ENTRIES, Layout
 from dataclean.exec.local import LocalExecutor
@@ -204,6 +205,7 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
     stage_order = ["read"] + [s.name for s in pipe.stages if not getattr(s, "is_global", False)] + ["ids"] + \
         [s.name for s in pipe.global_stages]
     write_stats(output, stage_order, [p1[i] for i in sorted(p1)])
+    failpoint("stats-written")
     timings["stats"] = round(time.time() - t0, 3)
     timings["total"] = round(time.time() - started, 3)
     write_manifest(lay, cfg, fp, [p1[i] for i in sorted(p1)], timings, workers=getattr(ex, "workers", 1),

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from dataclean.config import config_hash
+from dataclean.exec.failpoints import failpoint
 from dataclean.exec.layout import Layout
 from dataclean.io.readers import ColumnMapping, InputFileError, read_shard
 from dataclean.io.writers import ShardWriter, write_json_atomic
@@ -109,6 +110,7 @@ def pass1_task(spec: TaskSpec) -> dict:
         rejected.abort()
         raise
     docs.commit(write_empty=True)
+    failpoint(f"pass1-files-{spec.task}")
     rejected.commit(write_empty=True)
     result = {
         "task": spec.task, "input": spec.input_path, "status": "ok", "records": records, "bad_records": bad,
@@ -118,6 +120,7 @@ def pass1_task(spec: TaskSpec) -> dict:
         "seconds": round(time.time() - started, 3), "fingerprint": spec.fingerprint,
     }
     write_json_atomic(result, lay.marker(f"pass1-{spec.task:05d}"))
+    failpoint(f"pass1-done-{spec.task}")
     return result
 
 
@@ -155,6 +158,7 @@ def pass2_task(spec: TaskSpec) -> dict:
     rej.write(ledger)
     try:
         data.commit(write_empty=True)
+        failpoint(f"pass2-files-{spec.task}")  # data/ renamed, ledger part and marker not yet written
         rej.commit(write_empty=True)
     except BaseException:
         data.abort()

@@ -1,0 +1,34 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "sample_data"
+
+
+def run_cli(*args, env_extra=None, cwd=None, timeout=300) -> subprocess.CompletedProcess:
+    """Run the real ``dataclean`` CLI in a fresh process (own session, so failpoints kill only it)."""
+    env = dict(os.environ)
+    env.pop("DATACLEAN_FAILPOINTS", None)
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "dataclean.cli", *map(str, args)], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=timeout, start_new_session=True)
+
+
+def folder_bytes(root: Path, *subdirs: str) -> dict[str, bytes]:
+    """Every file under the given subfolders of ``root``, by relative path."""
+    out = {}
+    for sub in subdirs:
+        base = root / sub
+        for path in sorted(base.rglob("*")):
+            if path.is_file():
+                out[str(path.relative_to(root))] = path.read_bytes()
+    return out
+
+
+@pytest.fixture(scope="session")
+def sample_data() -> Path:
+    return SAMPLE
