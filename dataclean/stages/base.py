@@ -24,7 +24,7 @@ class Check:
     reason: str
     failed: pa.Array  # bool, nulls count as not failed
     value: pa.Array | float | None = None  # the deciding signal value per row
-    threshold: float | None = None
+    threshold: pa.Array | float | None = None  # scalar, or per row when thresholds depend on language
     detail: pa.Array | str | None = None
 
 
@@ -59,7 +59,7 @@ class Decisions:
             rule = pc.if_else(failed, pa.scalar(check.rule, pa.string()), rule)
             reason = pc.if_else(failed, pa.scalar(check.reason, pa.string()), reason)
             value = pc.if_else(failed, _as_array(check.value, n, pa.float64()), value)
-            threshold = pc.if_else(failed, pa.scalar(check.threshold, pa.float64()), threshold)
+            threshold = pc.if_else(failed, _as_array(check.threshold, n, pa.float64()), threshold)
             detail = pc.if_else(failed, _as_array(check.detail, n, pa.string()), detail)
         if not any_failed:
             return None
@@ -104,6 +104,37 @@ class Stage:
 
     def apply(self, batch: pa.RecordBatch) -> StageResult:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def per_row(self, batch: pa.RecordBatch, name: str, by_lang: dict | None = None) -> pa.Array:
+        """Parameter ``name`` per row: ``by_lang[lang][name]`` where the row's ``lang`` has an override,
+        else the stage's own value. Lets one stage apply, say, Chinese thresholds to Chinese documents."""
+        default = getattr(self, name)
+        by_lang = self.by_lang if by_lang is None else by_lang
+        n = batch.num_rows
+        if not by_lang or "lang" not in batch.schema.names:
+            return pa.array([default] * n, pa.float64())
+        lang = batch.column("lang")
+        out = pa.array([default] * n, pa.float64())
+        for code, overrides in by_lang.items():
+            if name in overrides:
+                mask = pc.fill_null(pc.equal(lang, code), False)
+                out = pc.if_else(mask, pa.scalar(float(overrides[name]), pa.float64()), out)
+        return out
+
+    by_lang: dict = {}
+
+    def set_by_lang(self, by_lang: dict | None) -> None:
+        """Store per-language overrides (``{"zh": {"min_words": 100}}``), refusing unknown parameter names.
+        Call it at the end of ``__init__``, after the parameters are set."""
+        by_lang = dict(by_lang or {})
+        known = {k for k in self.params() if k != "by_lang"}
+        for code, overrides in by_lang.items():
+            if not isinstance(overrides, dict):
+                raise ValueError(f"{self.kind}.by_lang.{code}: expected a mapping of parameter: value")
+            unknown = set(overrides) - known
+            if unknown:
+                raise ValueError(f"{self.kind}.by_lang.{code}: unknown parameter(s) {', '.join(sorted(unknown))}")
+        self.by_lang = by_lang
 
     def params(self) -> dict:
         sig = inspect.signature(type(self).__init__)

@@ -1,0 +1,4 @@
+"""Text utilities shared by every rule: the one word tokenizer, line splitting."""
+from dataclean.text.tokenize import lines_batch, split_words, words_batch
+
+__all__ = ["split_words", "words_batch", "lines_batch"]
