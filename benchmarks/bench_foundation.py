@@ -79,7 +79,7 @@ def _dataclean_cmd() -> list[str]:
 
 def _git(*args: str) -> str | None:
     try:
-        return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True, check=True).stdout.rstrip()
     except (OSError, subprocess.CalledProcessError):
         return None
 

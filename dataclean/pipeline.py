@@ -11,12 +11,13 @@ import inspect
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataclean.schema import BASE_SIGNAL_FIELDS, DOC_FIELDS, LEDGER_FIELDS, OUTPUT_DOC_NAMES
 from dataclean.stages import REGISTRY, Stage
-from dataclean.stages.base import with_columns
+from dataclean.stages.base import Decisions, StageResult, with_columns
 from dataclean.tokens import count_chars, estimate_tokens
 
 LEDGER_SCHEMA = pa.schema(LEDGER_FIELDS)
@@ -75,7 +76,7 @@ class Pipeline:
         for stage in self.stages:
             if batch.num_rows == 0:
                 break
-            result = stage(batch)
+            result = apply_stage(stage, batch)
             batch = result.batch
             if result.decisions is not None:
                 mask = result.decisions.removed
@@ -110,6 +111,41 @@ class Pipeline:
         return with_columns(rows, cols)
 
 
+def _applies(stage: Stage, batch: pa.RecordBatch) -> np.ndarray | None:
+    """Rows the stage applies to, by the ``only_sources`` / ``skip_sources`` of its recipe entry (None: all)."""
+    only, skip = stage.only_sources, stage.skip_sources
+    if (only is None and not skip) or "source" not in batch.schema.names:
+        return None
+    source = batch.column("source")
+    mask = pc.is_in(source, value_set=pa.array(list(only), pa.string())) if only is not None else \
+        pc.invert(pc.is_in(source, value_set=pa.array(list(skip), pa.string())))
+    mask = pc.fill_null(mask, only is None).to_numpy(zero_copy_only=False)
+    return None if mask.all() else mask
+
+
+def apply_stage(stage: Stage, batch: pa.RecordBatch) -> StageResult:
+    """Run ``stage`` on the rows it applies to; the other rows pass through with null signals."""
+    mask = _applies(stage, batch)
+    if mask is None:
+        return stage(batch)
+    idx_in, idx_out = np.flatnonzero(mask), np.flatnonzero(~mask)
+    if len(idx_in) == 0:
+        signals = {f.name: pa.nulls(batch.num_rows, f.type) for f in stage.signal_fields}
+        return StageResult(with_columns(batch, signals), None)
+    sub = stage(batch.take(pa.array(idx_in)))
+    rest = conform(batch.take(pa.array(idx_out)), sub.batch.schema)
+    inverse = np.empty(batch.num_rows, dtype=np.int64)
+    inverse[np.concatenate([idx_in, idx_out])] = np.arange(batch.num_rows)
+    inverse = pa.array(inverse)
+    merged = pa.concat_batches([sub.batch, rest]).take(inverse)
+    decisions = None
+    if sub.decisions is not None:
+        d = sub.decisions
+        pad = lambda arr: pa.concat_arrays([arr, pa.nulls(len(idx_out), arr.type)]).take(inverse)  # noqa: E731
+        decisions = Decisions(pad(d.rule), pad(d.reason), pad(d.value), pad(d.threshold), pad(d.detail))
+    return StageResult(merged, decisions)
+
+
 def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     """Select and order ``schema``'s columns, filling absent ones with nulls."""
     n = batch.num_rows
@@ -124,6 +160,7 @@ def build_stage(spec: dict) -> Stage:
     """Build a stage from a recipe entry ``{"stage": KIND, "name": optional, **params}``."""
     spec = dict(spec)
     kind = spec.pop("stage", None)
+    only, skip = spec.pop("only_sources", None), spec.pop("skip_sources", None) or ()
     if kind not in REGISTRY:
         known = ", ".join(sorted(REGISTRY))
         raise ValueError(f"unknown stage {kind!r} (known stages: {known})")
@@ -133,4 +170,10 @@ def build_stage(spec: dict) -> Stage:
     if unknown:
         raise ValueError(f"stage {kind!r}: unknown parameter(s) {', '.join(sorted(unknown))} "
                          f"(accepted: {', '.join(sorted(accepted))})")
-    return cls(**spec)
+    stage = cls(**spec)
+    for key, value in (("only_sources", only), ("skip_sources", skip)):
+        if value is not None and not (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)):
+            raise ValueError(f"stage {kind!r}: {key} must be a list of source names")
+    stage.only_sources = list(only) if only is not None else None
+    stage.skip_sources = list(skip)
+    return stage

@@ -99,3 +99,20 @@ def test_exact_dedup_removals_in_the_global_step(tmp_path):
     assert sorted((g["id"], g["dup_of"], g["value"]) for g in gone) == [("d3", "d1", 2.0), ("z9", "a0", 2.0)]
     kept = pq.read_table(tmp_path / "out" / "data").column("id").to_pylist()
     assert kept == ["d1", "d2", "a0"]  # input order is kept
+
+
+def test_stage_applies_only_to_its_sources():
+    stage = dataclean.build_stage({"stage": "normalize", "skip_sources": ["code"]})
+    pipe = dataclean.Pipeline([stage])
+    rows = pa.RecordBatch.from_pylist(
+        [{"id": "a", "text": "x\u00a0y", "source": "web", "origin_file": "f", "origin_row": 0, "doc_key": 0},
+         {"id": "b", "text": "  ", "source": "code", "origin_file": "f", "origin_row": 1, "doc_key": 1},
+         {"id": "c", "text": " ", "source": "web", "origin_file": "f", "origin_row": 2, "doc_key": 2}],
+        schema=DOC_SCHEMA)
+    out = pipe.process(rows)
+    assert out.kept.column("id").to_pylist() == ["a", "b"]
+    assert out.kept.column("text").to_pylist() == ["x y", "  "]  # code passed through untouched
+    assert out.kept.column("norm_spaces_fixed").to_pylist() == [1, None]
+    assert out.removed.column("id").to_pylist() == ["c"]
+    with pytest.raises(ValueError, match="skip_sources must be a list"):
+        dataclean.build_stage({"stage": "normalize", "skip_sources": "code"})

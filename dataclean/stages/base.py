@@ -93,6 +93,9 @@ class Stage:
     signal_fields: ClassVar[list[pa.Field]] = []
     #: Whether the stage rewrites ``text`` (the pipeline then re-measures lengths).
     rewrites_text: ClassVar[bool] = False
+    #: Which sources the stage applies to (set from the recipe entry); other rows pass through.
+    only_sources: list[str] | None = None
+    skip_sources: list[str] | tuple = ()
 
     def __init__(self, name: str | None = None):
         self.name = name or self.kind
