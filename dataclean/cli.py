@@ -68,5 +68,37 @@ def verify(output) -> None:
     sys.exit(1)
 
 
+@main.command()
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
+              help="YAML config merged onto rules/default.yaml.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def rules(config_path, fmt) -> None:
+    """Print every rule of the pipeline: its signal, thresholds (per language) and the file that sets them."""
+    import dataclasses
+    import json
+
+    from dataclean.rules_info import describe_rules
+
+    try:
+        rows = describe_rules(config_path)
+    except ConfigError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    if fmt == "json":
+        click.echo(json.dumps([dataclasses.asdict(r) for r in rows], indent=2, ensure_ascii=False))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"dataclean rules ({rows[0].file if rows else ''})", show_lines=False)
+    for col in ("stage", "rule", "signal", "compare", "thresholds", "per language", "applies to"):
+        table.add_column(col, overflow="fold")
+    fmt_d = lambda d: ", ".join(f"{k}={v}" for k, v in d.items())  # noqa: E731
+    for r in rows:
+        langs = "; ".join(f"{code}: {fmt_d(v)}" for code, v in r.by_lang.items())
+        table.add_row(r.stage, r.rule, r.signal, r.compare, fmt_d(r.thresholds), langs, r.sources)
+    Console(width=200).print(table)
+
+
 if __name__ == "__main__":
     main()

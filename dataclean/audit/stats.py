@@ -69,7 +69,7 @@ def _sum_by(table: pa.Table, keys: list[str], value: str = "docs") -> dict:
 
 
 def _funnel(removed: pa.Table, kept: pa.Table, stages: list[str], pass1: list[dict]) -> pa.Table:
-    sources = sorted(set(removed.column("source").to_pylist()) | set(kept.column("source").to_pylist()))
+    sources = sorted(set(removed.column("source").to_pylist()) | set(kept.column("source").to_pylist()), key=str)
     rows = {k: [] for k in ("source", "step", "stage", "docs_in", "docs_out", "chars_in", "chars_out",
                             "tokens_in", "tokens_out")}
     for source in sources + ["(all)"]:
@@ -104,7 +104,7 @@ def _summary(removed: pa.Table, kept: pa.Table, stages: list[str], pass1: list[d
     kept_by_source = _sum_by(kept, ["source"]) if kept.num_rows else {}
     removed_by_source = _sum_by(removed, ["source"]) if removed.num_rows else {}
     by_source = {}
-    for s in sorted(set(input_by_source) | set(kept_by_source) | set(removed_by_source)):
+    for s in sorted(set(input_by_source) | set(kept_by_source) | set(removed_by_source), key=str):
         by_source[s] = {"input": input_by_source.get(s, 0), "kept": kept_by_source.get(s, 0),
                         "removed": removed_by_source.get(s, 0)}
     input_records = sum(p["records"] for p in ok)

@@ -77,7 +77,7 @@ def verify(out: str) -> VerifyReport:
                             f"{removed_by_file.get(path, 0)} removed = {got}")
     for path in sorted((set(kept_by_file) | set(removed_by_file)) - read_files):
         problems.append(f"{path}: documents in the output from a file that is not a read input")
-    for s in sorted(set(source_in) | set(kept_by_source) | set(removed_by_source)):
+    for s in sorted(set(source_in) | set(kept_by_source) | set(removed_by_source), key=str):
         got = kept_by_source.get(s, 0) + removed_by_source.get(s, 0)
         if got != source_in.get(s, 0):
             problems.append(f"source {s!r}: {source_in.get(s, 0)} records in, but {got} kept + removed")

@@ -7,6 +7,7 @@ import glob
 import json
 import os
 import time
+import traceback
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -49,10 +50,10 @@ def _clear(paths) -> None:
             pass
 
 
-def _value_counts(arr: pa.Array) -> dict[str, int]:
+def _value_counts(arr: pa.Array, default: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     for item in pc.value_counts(arr).to_pylist():
-        key = item["values"] if item["values"] is not None else "unknown"
+        key = item["values"] if item["values"] is not None else default
         counts[key] = counts.get(key, 0) + item["counts"]
     return counts
 
@@ -92,10 +93,10 @@ def pass1_task(spec: TaskSpec) -> dict:
         for chunk in read_shard(spec.input_path, spec.task, mapping, cfg["input"]["batch_rows"]):
             records += chunk.n_records
             nbytes += pc.sum(pc.binary_length(chunk.docs.column("text"))).as_py() or 0
-            _add_counts(by_source, _value_counts(chunk.docs.column("source")))
+            _add_counts(by_source, _value_counts(chunk.docs.column("source"), mapping.default_source))
             if chunk.bad is not None:
                 bad += chunk.bad.num_rows
-                _add_counts(by_source, _value_counts(chunk.bad.column("source")))
+                _add_counts(by_source, _value_counts(chunk.bad.column("source"), mapping.default_source))
                 rejected.write(conform(chunk.bad, pipe.ledger_schema()))
             outcome = pipe.process(chunk.docs)
             docs.write(outcome.kept)
@@ -105,6 +106,15 @@ def pass1_task(spec: TaskSpec) -> dict:
         docs.abort()
         rejected.abort()
         return {"task": spec.task, "input": spec.input_path, "status": "failed", "error": str(exc)}
+    except Exception as exc:  # a bug must not sink a days-long run: fail this input, keep the traceback
+        docs.abort()
+        rejected.abort()
+        trace = os.path.join(lay.work, "errors", f"pass1-{spec.task:05d}.txt")
+        os.makedirs(os.path.dirname(trace), exist_ok=True)
+        with open(trace, "w", encoding="utf-8") as fh:
+            fh.write(traceback.format_exc())
+        return {"task": spec.task, "input": spec.input_path, "status": "failed",
+                "error": f"{spec.input_path}: internal error {type(exc).__name__}: {exc} (traceback in {trace})"}
     except BaseException:
         docs.abort()
         rejected.abort()
@@ -131,7 +141,9 @@ def pass2_task(spec: TaskSpec) -> dict:
     cfg = spec.config
     pipe = pipeline_for(cfg)
     prefix = lay.data_prefix(spec.task)
-    _clear(glob.glob(os.path.join(lay.data, prefix + "-*")) + glob.glob(os.path.join(lay.rejected, prefix + "-*")))
+    # this task's shards, and the temporary files of an earlier attempt that was killed while writing them
+    _clear(path for folder in (lay.data, lay.rejected) for pattern in (prefix + "-*", "." + prefix + "-*")
+           for path in glob.glob(os.path.join(folder, pattern)))
     lo, hi = spec.task << 40, (spec.task + 1) << 40
     removals = pq.read_table(lay.removals, filters=[("doc_key", ">=", lo), ("doc_key", "<", hi)])
     rem_keys = removals.column("doc_key").combine_chunks()

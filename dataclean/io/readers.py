@@ -2,10 +2,13 @@
 
 Two kinds of failure are kept apart:
 
-* a *record* that cannot be used (JSON that does not parse, text missing, null, not a string or not valid
-  UTF-8) becomes a ``bad_record`` ledger row with its raw bytes, and reading goes on;
-* a *file* that cannot be read (truncated gzip, bad zstd frame, Parquet without a footer, no text column)
-  raises :class:`InputFileError` carrying the path and a one-line cause.
+* a *record* that cannot be used (a line that is not UTF-8 or not a JSON object; text missing, null or not
+  a string; a string that UTF-8 cannot hold: a lone ``\ud800`` escape in JSON, invalid bytes in any Parquet
+  string column) becomes a ``bad_record`` ledger row with its raw bytes and a one-line ``detail``, and
+  reading goes on. A NUL character is a character: the reader keeps it (normalize removes controls);
+* a *file* that cannot be read (truncated gzip or zstd, bad zstd frame, Parquet without a footer or with
+  corrupt pages, no text column, repeated column names) raises :class:`InputFileError` carrying the path
+  and a one-line cause. Records read before the failure must be discarded by the caller.
 """
 from __future__ import annotations
 
@@ -69,16 +72,20 @@ def detect_format(path: str) -> str:
     name = path.lower()
     if name.endswith(".parquet"):
         return "parquet"
-    for suffix, fmt in ((".gz", "jsonl.gz"), (".zst", "jsonl.zst")):
-        if name.endswith(suffix):
-            return fmt
+    if name.endswith((".jsonl.gz", ".json.gz", ".ndjson.gz")):
+        return "jsonl.gz"
+    if name.endswith((".jsonl.zst", ".json.zst", ".ndjson.zst")):
+        return "jsonl.zst"
     if name.endswith((".jsonl", ".json", ".ndjson")):
         return "jsonl"
     raise InputFileError(path, "unsupported file type (expected .parquet, .jsonl, .jsonl.gz or .jsonl.zst)")
 
 
 def discover_inputs(inputs: list[str]) -> list[str]:
-    """Expand files, folders (recursively, supported files only) and globs into a sorted, de-duplicated list."""
+    """Expand files, folders and globs into a sorted, de-duplicated list.
+
+    A folder (recursively) and a glob yield supported files only, skipping names that start with ``.`` or
+    ``_``; a file named explicitly is always kept, so that an unsupported one fails loudly when read."""
     found: list[str] = []
     for spec in inputs:
         if os.path.isdir(spec):
@@ -92,8 +99,18 @@ def discover_inputs(inputs: list[str]) -> list[str]:
             matches = glob.glob(spec, recursive=True)
             if not matches:
                 raise FileNotFoundError(f"input not found: {spec}")
-            found.extend(m for m in matches if os.path.isfile(m))
+            found.extend(m for m in matches if os.path.isfile(m) and _wanted_match(spec, m))
     return sorted({os.path.normpath(p) for p in found})
+
+
+def _wanted_match(pattern: str, match: str) -> bool:
+    """A glob picks what a folder walk would: supported files, nothing hidden or ``_``-prefixed (``_work``,
+    ``_SUCCESS``) below the pattern's fixed prefix."""
+    parts = pattern.split(os.sep)
+    fixed = next((i for i, p in enumerate(parts) if any(ch in p for ch in "*?[")), len(parts))
+    rel = os.path.relpath(match, os.sep.join(parts[:fixed]) or os.curdir)
+    return (match.lower().endswith(SUPPORTED_SUFFIXES)
+            and not any(c.startswith((".", "_")) for c in rel.split(os.sep) if c not in (".", "..")))
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -123,8 +140,12 @@ def _to_string(arr: pa.Array | None, n: int) -> pa.Array:
         return pa.nulls(n, pa.string())
     if pa.types.is_string(arr.type):
         return arr
-    if pa.types.is_large_string(arr.type) or pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type):
+    if (pa.types.is_large_string(arr.type) or pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)
+            or pa.types.is_boolean(arr.type)):
         return pc.cast(arr, pa.string())
+    if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
+        return pa.array([None if v is None else v.decode("utf-8", "backslashreplace") for v in arr.to_pylist()],
+                        pa.string())
     return pa.array([None if v is None else str(v) for v in arr.to_pylist()], pa.string())
 
 
@@ -153,8 +174,27 @@ def _json_default(value):
 
 
 def _meta_json(values: list[dict]) -> pa.Array:
-    return pa.array([json.dumps(v, ensure_ascii=False, sort_keys=True, default=_json_default) if v else None
-                     for v in values], pa.string())
+    """The JSON (sorted keys) of each record's unmapped columns; null when it has none."""
+    try:
+        return pa.array([json.dumps(v, ensure_ascii=False, sort_keys=True, default=_json_default) if v else None
+                         for v in values], pa.string())
+    except (UnicodeEncodeError, pa.ArrowException, RecursionError, ValueError, TypeError):
+        return pa.array([_safe_meta(v) for v in values], pa.string())
+
+
+def _safe_meta(meta: dict) -> str | None:
+    """One record's meta JSON when the fast path failed: lone surrogates (from ``\\ud800`` escapes) are kept
+    as escapes; a value that cannot be serialized at all becomes ``{"_unserializable": true}``."""
+    if not meta:
+        return None
+    try:
+        text = json.dumps(meta, ensure_ascii=False, sort_keys=True, default=_json_default)
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return json.dumps(meta, ensure_ascii=True, sort_keys=True, default=_json_default)
+    except (RecursionError, ValueError, TypeError):
+        return json.dumps({"_unserializable": True})
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -166,97 +206,206 @@ def _read_parquet(path: str, file_index: int, mapping: ColumnMapping, batch_rows
         pf = pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as exc:
         raise InputFileError(path, f"not a readable Parquet file ({_one_line(exc)})") from None
-    names = pf.schema_arrow.names
-    if mapping.text not in names:
-        raise InputFileError(path, f"no text column {mapping.text!r} (columns: {', '.join(names) or 'none'})")
-    other = [c for c in names if c not in mapping.mapped()]
-    row0 = 0
-    for batch in pf.iter_batches(batch_size=batch_rows):
-        n = batch.num_rows
-        rows = pa.array(range(row0, row0 + n), pa.int64())
-        row0 += n
-        col = batch.column(mapping.text)
-        bad_mask = _parquet_bad_text(col)
-        get = lambda name: batch.column(name) if name and name in names else None  # noqa: E731
-        metas = _meta_json(batch.select(other).to_pylist()) if other else None
-        bad = None
-        if bad_mask is not None:
-            bad_idx = [i for i, b in enumerate(bad_mask) if b]
-            bad = _parquet_bad_batch(path, batch, col, bad_idx, row0 - n, mapping)
-            keep = pa.array([not b for b in bad_mask])
-            batch = batch.filter(keep)
-            rows = rows.filter(keep)
-            metas = metas.filter(keep) if metas is not None else None
-            col = batch.column(mapping.text)
-            if not pa.types.is_string(col.type):
-                col = col.cast(pa.string()) if len(col) else pa.array([], pa.string())
-        elif not pa.types.is_string(col.type):
-            col = col.cast(pa.string())
-        docs = _canonical(path, file_index, rows, col, get(mapping.id), get(mapping.source), get(mapping.url),
-                          get(mapping.lang), metas, mapping.default_source)
-        yield ReadChunk(docs=docs, bad=bad, n_records=n)
-
-
-def _parquet_bad_text(col: pa.Array) -> list[bool] | None:
-    """Per-row flags for texts that are null, not strings, or invalid UTF-8; None when every row is fine."""
-    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-        return [True] * len(col)
     try:
-        col.validate(full=True)
-        utf8_ok = True
-    except pa.ArrowInvalid:
-        utf8_ok = False
-    if utf8_ok and col.null_count == 0:
-        return None
-    flags = []
-    raw = col.view(pa.binary() if pa.types.is_string(col.type) else pa.large_binary())
-    for value in raw.to_pylist():
-        if value is None:
-            flags.append(True)
-            continue
+        names = pf.schema_arrow.names
+        if mapping.text not in names:
+            raise InputFileError(path, f"no text column {mapping.text!r} (columns: {', '.join(names) or 'none'})")
+        repeated = sorted({c for c in names if names.count(c) > 1})
+        if repeated:
+            raise InputFileError(path, f"repeated column name(s): {', '.join(repeated)}")
+        other = [c for c in names if c not in mapping.mapped()]
+        batches = pf.iter_batches(batch_size=batch_rows)
+        row0 = 0
+        while True:
+            try:
+                batch = next(batches, None)
+            except (pa.ArrowException, OSError) as exc:
+                raise InputFileError(path, f"cannot read Parquet data at row {row0} ({_one_line(exc)})") from None
+            if batch is None:
+                return
+            yield _parquet_chunk(path, file_index, _plain_columns(batch, mapping.text), row0, mapping, other)
+            row0 += batch.num_rows
+    finally:
+        pf.close()
+
+
+def _plain_columns(batch: pa.RecordBatch, text_column: str) -> pa.RecordBatch:
+    """Dictionary and view columns as plain ones (filters and Python conversion need them); a binary text
+    column is read as UTF-8 text (rows that are not valid UTF-8 become bad records)."""
+    arrays, changed = [], False
+    for name, col in zip(batch.schema.names, batch.columns):
+        before = col
+        if pa.types.is_dictionary(col.type):
+            col = col.dictionary_decode()
+        if pa.types.is_string_view(col.type):
+            col = col.cast(pa.string())
+        elif pa.types.is_binary_view(col.type):
+            col = col.cast(pa.binary())
+        if name == text_column and pa.types.is_binary(col.type):
+            col = col.view(pa.string())
+        elif name == text_column and pa.types.is_large_binary(col.type):
+            col = col.view(pa.large_string())
+        arrays.append(col)
+        changed = changed or col is not before
+    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names) if changed else batch
+
+
+def _is_text_type(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _parquet_chunk(path: str, file_index: int, batch: pa.RecordBatch, row0: int, mapping: ColumnMapping,
+                   other: list[str]) -> ReadChunk:
+    n = batch.num_rows
+    rows = pa.array(range(row0, row0 + n), pa.int64())
+    causes = _parquet_bad_causes(batch, mapping.text)
+    bad = None
+    if causes is not None:
+        bad_idx = [i for i, c in enumerate(causes) if c is not None]
+        bad = _parquet_bad_batch(path, batch, bad_idx, [causes[i] for i in bad_idx], row0, mapping)
+        keep = pa.array([c is None for c in causes])
+        batch = batch.filter(keep)
+        rows = rows.filter(keep)
+    text = batch.column(mapping.text)
+    if not pa.types.is_string(text.type):  # large_string, or a non-string column with every row bad
+        text = text.cast(pa.string()) if _is_text_type(text.type) else pa.array([], pa.string())
+    metas = _meta_json(batch.select(other).to_pylist()) if other else None
+
+    def column(name):
+        return batch.column(name) if name and name in batch.schema.names else None
+
+    docs = _canonical(path, file_index, rows, text, column(mapping.id), column(mapping.source),
+                      column(mapping.url), column(mapping.lang), metas, mapping.default_source)
+    return ReadChunk(docs=docs, bad=bad, n_records=n)
+
+
+def _parquet_bad_causes(batch: pa.RecordBatch, text_column: str) -> list[str | None] | None:
+    """Per row, why it cannot be used (text not a string, null, or any column not valid UTF-8), or None
+    for a usable row; None when every row of the batch is usable."""
+    n = batch.num_rows
+    col = batch.column(text_column)
+    if not _is_text_type(col.type):
+        return [f"text is {col.type}, not a string"] * n
+    causes: list[str | None] = [None] * n
+    if col.null_count:
+        for i in pc.indices_nonzero(pc.is_null(col)).to_pylist():
+            causes[i] = "text is null"
+    names = [text_column] + [c for c in batch.schema.names if c != text_column]
+    for name in names:
+        col = batch.column(name)
         try:
-            value.decode("utf-8")
-            flags.append(False)
-        except UnicodeDecodeError:
-            flags.append(True)
-    return flags
+            col.validate(full=True)  # checks UTF-8, nested string children included
+            continue
+        except pa.ArrowInvalid:
+            pass
+        for i in range(n):
+            if causes[i] is None and not _value_is_utf8(col, i):
+                causes[i] = "text is not valid UTF-8" if name == text_column else \
+                    f"column {name!r} is not valid UTF-8"
+    return causes if any(c is not None for c in causes) else None
 
 
-def _parquet_bad_batch(path, batch, col, bad_idx, row0, mapping) -> pa.RecordBatch:
-    rows, raws, causes, ids, sources = [], [], [], [], []
-    is_str = pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
-    raw_col = col.view(pa.binary() if pa.types.is_string(col.type) else pa.large_binary()) if is_str else None
-    for i in bad_idx:
-        rows.append(row0 + i)
-        record = batch.slice(i, 1).to_pylist()[0]
-        if not is_str:
-            causes.append(f"text is {col.type}, not a string")
-            raws.append(json.dumps(record, ensure_ascii=False, default=_json_default).encode("utf-8"))
-        elif raw_col[i].as_py() is None:
-            causes.append("text is null")
-            raws.append(json.dumps(record, ensure_ascii=False, default=_json_default).encode("utf-8"))
+def _value_is_utf8(col: pa.Array, i: int) -> bool:
+    try:
+        col[i].as_py()
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def _safe_value(col: pa.Array, i: int):
+    """A Python value of ``col[i]``; a string that is not valid UTF-8 comes back with ``\\xNN`` escapes."""
+    try:
+        return col[i].as_py()
+    except UnicodeDecodeError:
+        if _is_text_type(col.type):
+            raw = col.view(pa.binary() if pa.types.is_string(col.type) else pa.large_binary())[i].as_py()
+            return raw.decode("utf-8", "backslashreplace")
+        return "<not valid UTF-8>"
+
+
+def _parquet_bad_batch(path: str, batch: pa.RecordBatch, bad_idx: list[int], causes: list[str], row0: int,
+                       mapping: ColumnMapping) -> pa.RecordBatch:
+    """Ledger rows for unusable Parquet rows. ``raw`` is the text's bytes when they are not valid UTF-8,
+    otherwise the record as JSON (invalid strings in it written with ``\\xNN`` escapes)."""
+    text = batch.column(mapping.text)
+    raw_text = text.view(pa.binary() if pa.types.is_string(text.type) else pa.large_binary()) \
+        if _is_text_type(text.type) else None
+    names = batch.schema.names
+    raws, ids, sources = [], [], []
+    for i, cause in zip(bad_idx, causes):
+        record = {name: _safe_value(batch.column(name), i) for name in names}
+        if cause == "text is not valid UTF-8":
+            raws.append(raw_text[i].as_py())
         else:
-            causes.append("text is not valid UTF-8")
-            raws.append(raw_col[i].as_py())
-        rid = record.get(mapping.id) if mapping.id else None
+            raws.append(json.dumps(record, ensure_ascii=False, default=_json_default).encode("utf-8"))
+        rid = record.get(mapping.id) if mapping.id and mapping.id in names else None
+        if rid is not None and not _value_is_utf8(batch.column(mapping.id), i):
+            rid = None  # an id that is not valid UTF-8 is not an id: derive one
         ids.append(None if rid is None else _json_default(rid) if not isinstance(rid, str) else rid)
-        src = record.get(mapping.source) if mapping.source else None
-        sources.append(src if isinstance(src, str) else mapping.default_source)
-    return _bad_rows(path, rows, raws, causes, ids, sources)
+        src = record.get(mapping.source) if mapping.source and mapping.source in names else None
+        if src is not None and not _value_is_utf8(batch.column(mapping.source), i):
+            src = None
+        sources.append(mapping.default_source if src is None else src if isinstance(src, str) else str(src))
+    return _bad_rows(path, [row0 + i for i in bad_idx], raws, causes, ids, sources)
 
 
 # --------------------------------------------------------------------------------------------------------
 # JSON Lines
 
 
+class _ZstdRaw(io.RawIOBase):
+    """Decompressed bytes of a (multi-frame) zstd file. Unlike ``ZstdDecompressor.stream_reader``, a file
+    that ends inside a frame raises :class:`EOFError` instead of ending quietly."""
+
+    def __init__(self, fh, block: int = 1 << 18):
+        self._fh, self._block = fh, block
+        self._dctx = zstandard.ZstdDecompressor()
+        self._blocks = self._decompressed()
+        self._buf = memoryview(b"")
+
+    def _decompressed(self):
+        obj, in_frame = self._dctx.decompressobj(), False
+        while data := self._fh.read(self._block):
+            while data:
+                out = obj.decompress(data)
+                in_frame = True
+                if out:
+                    yield out
+                if obj.eof:
+                    data = obj.unused_data
+                    obj, in_frame = self._dctx.decompressobj(), False
+                else:
+                    data = b""
+        if in_frame:
+            raise EOFError("compressed file ended before the end of a zstd frame (truncated?)")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while not self._buf:
+            out = next(self._blocks, None)
+            if out is None:
+                return 0
+            self._buf = memoryview(out)
+        n = min(len(b), len(self._buf))
+        b[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._fh.close()
+        super().close()
+
+
 def _open_lines(path: str, fmt: str):
-    fh = open(path, "rb")
     if fmt == "jsonl.gz":
-        return gzip.GzipFile(fileobj=fh, mode="rb")
+        return gzip.open(path, "rb")
     if fmt == "jsonl.zst":
-        reader = zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True, closefd=True)
-        return io.BufferedReader(reader, buffer_size=1 << 20)
-    return fh
+        return io.BufferedReader(_ZstdRaw(open(path, "rb")), buffer_size=1 << 20)
+    return open(path, "rb")
 
 
 def _read_jsonl(path: str, fmt: str, file_index: int, mapping: ColumnMapping,
@@ -278,6 +427,21 @@ def _read_jsonl(path: str, fmt: str, file_index: int, mapping: ColumnMapping,
         yield state.finish(path, file_index, mapping)
 
 
+_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number",
+               type(None): "null"}
+
+
+def _encodable(value) -> bool:
+    """False for a string holding a lone surrogate (a ``\\ud800`` escape), which no UTF-8 column can store."""
+    if not isinstance(value, str):
+        return True
+    try:
+        value.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
 @dataclass
 class _JsonlChunk:
     rows: list = field(default_factory=list)
@@ -296,77 +460,62 @@ class _JsonlChunk:
 
     def add(self, lineno: int, line: bytes, mapping: ColumnMapping, keys: set[str]) -> None:
         raw = line.rstrip(b"\r\n")
+        default = mapping.default_source
         try:
-            record = json.loads(raw)
+            decoded = raw.decode("utf-8")  # strict: json.loads(bytes) would guess UTF-16/32 and pass surrogates
+        except UnicodeDecodeError as exc:
+            self.bad.append((lineno, raw, f"not valid UTF-8 ({exc.reason} at byte {exc.start})", None, default))
+            return
+        if lineno == 0 and decoded.startswith("\ufeff"):
+            decoded = decoded[1:]  # a byte-order mark at the start of the file
+        try:
+            record = json.loads(decoded)
         except (ValueError, RecursionError) as exc:
-            cause = "not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else f"invalid JSON ({_one_line(exc)})"
-            self.bad.append((lineno, raw, cause, None, None))
+            self.bad.append((lineno, raw, f"invalid JSON ({_one_line(exc)})", None, default))
             return
         if not isinstance(record, dict):
-            self.bad.append((lineno, raw, f"record is a JSON {type(record).__name__}, not an object", None, None))
+            self.bad.append((lineno, raw, f"record is a JSON {_JSON_TYPES.get(type(record), 'value')}, "
+                                          "not an object", None, default))
             return
         rid = record.get(mapping.id) if mapping.id else None
         rid = None if rid is None else rid if isinstance(rid, str) else json.dumps(rid)
         src = record.get(mapping.source) if mapping.source else None
         src = src if isinstance(src, str) else None
         text = record.get(mapping.text)
+        url = _str_or_none(record.get(mapping.url)) if mapping.url else None
+        lang = _str_or_none(record.get(mapping.lang)) if mapping.lang else None
+        cause = None
         if not isinstance(text, str):
             cause = "text is missing" if mapping.text not in record else (
-                "text is null" if text is None else f"text is a JSON {type(text).__name__}, not a string")
-            self.bad.append((lineno, raw, cause, rid, src or mapping.default_source))
+                "text is null" if text is None else
+                f"text is a JSON {_JSON_TYPES.get(type(text), 'value')}, not a string")
+        elif "\\u" in decoded:  # only an escape can make a lone surrogate
+            for name, value in (("text", text), ("id", rid), ("source", src), ("url", url), ("lang", lang)):
+                if not _encodable(value):
+                    cause = f"{name} is not valid UTF-8 (lone surrogate)"
+                    break
+        if cause is not None:
+            self.bad.append((lineno, raw, cause, rid if _encodable(rid) else None,
+                             src if src is not None and _encodable(src) else default))
             return
         self.rows.append(lineno)
         self.texts.append(text)
         self.ids.append(rid)
         self.sources.append(src)
-        self.urls.append(_str_or_none(record.get(mapping.url)) if mapping.url else None)
-        self.langs.append(_str_or_none(record.get(mapping.lang)) if mapping.lang else None)
+        self.urls.append(url)
+        self.langs.append(lang)
         self.metas.append({k: v for k, v in record.items() if k not in keys})
         self.text_bytes += len(raw)
 
     def finish(self, path: str, file_index: int, mapping: ColumnMapping) -> ReadChunk:
-        try:
-            texts = pa.array(self.texts, pa.string())
-        except (UnicodeEncodeError, pa.ArrowException):
-            texts = self._drop_unencodable()
-        try:
-            metas = _meta_json(self.metas)
-        except (UnicodeEncodeError, pa.ArrowException, RecursionError, ValueError):
-            metas = pa.array([_safe_meta(m) for m in self.metas], pa.string())
-        docs = _canonical(path, file_index, pa.array(self.rows, pa.int64()), texts,
+        docs = _canonical(path, file_index, pa.array(self.rows, pa.int64()), pa.array(self.texts, pa.string()),
                           pa.array(self.ids, pa.string()), pa.array(self.sources, pa.string()),
-                          pa.array(self.urls, pa.string()), pa.array(self.langs, pa.string()), metas,
-                          mapping.default_source)
+                          pa.array(self.urls, pa.string()), pa.array(self.langs, pa.string()),
+                          _meta_json(self.metas), mapping.default_source)
         bad = None
         if self.bad:
             bad = _bad_rows(path, *[list(col) for col in zip(*self.bad)])
         return ReadChunk(docs=docs, bad=bad, n_records=self.n)
-
-    def _drop_unencodable(self) -> pa.Array:
-        """Texts with lone surrogates (from ``\\udXXX`` escapes) are not UTF-8: move them to the bad list."""
-        keep = []
-        for i, text in enumerate(self.texts):
-            try:
-                text.encode("utf-8")
-                keep.append(i)
-            except UnicodeEncodeError:
-                self.bad.append((self.rows[i], text.encode("utf-8", "surrogatepass"),
-                                 "text is not valid UTF-8 (lone surrogate)", self.ids[i],
-                                 self.sources[i]))
-        for name in ("rows", "texts", "ids", "sources", "urls", "langs", "metas"):
-            values = getattr(self, name)
-            setattr(self, name, [values[i] for i in keep])
-        self.bad.sort(key=lambda b: b[0])
-        return pa.array(self.texts, pa.string())
-
-
-def _safe_meta(meta: dict) -> str | None:
-    if not meta:
-        return None
-    try:
-        return json.dumps(meta, ensure_ascii=True, sort_keys=True, default=_json_default)
-    except (RecursionError, ValueError):
-        return json.dumps({"_unserializable": True})
 
 
 def _str_or_none(value) -> str | None:

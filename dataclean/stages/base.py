@@ -74,6 +74,18 @@ def _as_array(v: Any, n: int, typ: pa.DataType) -> pa.Array:
     return pa.array([v] * n, typ)
 
 
+@dataclass(frozen=True)
+class RuleSpec:
+    """What ``dataclean rules`` shows for one rule: its code, the signal it reads, the parameter(s) holding its
+    threshold(s), and how it compares (``max``: removed above; ``min``: removed below; ``range``; ``flag``)."""
+
+    rule: str
+    signal: str
+    params: tuple[str, ...]
+    compare: str = "max"
+    doc: str = ""
+
+
 @dataclass
 class StageResult:
     batch: pa.RecordBatch
@@ -93,6 +105,8 @@ class Stage:
     signal_fields: ClassVar[list[pa.Field]] = []
     #: Whether the stage rewrites ``text`` (the pipeline then re-measures lengths).
     rewrites_text: ClassVar[bool] = False
+    #: The rules of this stage, for ``dataclean rules`` and the report.
+    rule_specs: ClassVar[list[RuleSpec]] = []
     #: Which sources the stage applies to (set from the recipe entry); other rows pass through.
     only_sources: list[str] | None = None
     skip_sources: list[str] | tuple = ()

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from dataclean.stages.base import Stage, StageResult, with_columns
+from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
 
 
 def content_key_text(text: pa.Array) -> pa.Array:
@@ -40,6 +40,8 @@ class ExactDedup(Stage):
     is_global = True
     signal_fields = [pa.field("content_hash", pa.binary(16))]
     internal_columns = ("content_hash",)
+    rule_specs = [RuleSpec("exact_duplicate", "content_hash", (), "flag",
+                           "same text as a document with a smaller id (lower-cased, whitespace collapsed)")]
 
     def __init__(self, name: str | None = None):
         super().__init__(name)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataclean.stages.base import Check, Decisions, Stage, StageResult, with_columns
+from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, with_columns
 
 CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x{200b}\x{200c}\x{200d}\x{2060}\x{feff}]"
 ODD_SPACE = r"[\x{00a0}\x{1680}\x{2000}-\x{200a}\x{202f}\x{205f}]"
@@ -34,6 +34,8 @@ class Normalize(Stage):
         pa.field("norm_spaces_fixed", pa.int64()),
         pa.field("norm_chars_delta", pa.int64()),
     ]
+
+    rule_specs = [RuleSpec("empty", "n_chars", (), "flag", "nothing left after normalization")]
 
     def __init__(self, form: str = "NFC", remove_controls: bool = True, fix_spaces: bool = True,
                  max_blank_lines: int = 2, name: str | None = None):

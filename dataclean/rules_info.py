@@ -1,0 +1,45 @@
+"""What ``dataclean rules`` prints: every stage of a resolved pipeline, its rules, signals and thresholds."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from dataclean.config import load_yaml, resolve_config, rules_dir
+from dataclean.pipeline import build_stage
+
+
+@dataclass
+class RuleRow:
+    stage: str
+    kind: str
+    rule: str
+    signal: str
+    compare: str
+    thresholds: dict
+    by_lang: dict
+    sources: str
+    file: str
+    doc: str
+
+
+def describe_rules(config_path: str | None = None) -> list[RuleRow]:
+    cfg = resolve_config(config_path)
+    user_sets_pipeline = config_path is not None and "pipeline" in load_yaml(config_path)
+    origin = os.path.abspath(config_path) if user_sets_pipeline else str(rules_dir() / "default.yaml")
+    rows = []
+    for spec in cfg["pipeline"]:
+        stage = build_stage(spec)
+        params = stage.params()
+        by_lang = params.pop("by_lang", {}) or {}
+        sources = ("only " + ", ".join(stage.only_sources)) if stage.only_sources is not None else \
+            ("all but " + ", ".join(stage.skip_sources)) if stage.skip_sources else "all"
+        specs = stage.rule_specs or []
+        for r in specs:
+            thresholds = {p: params.get(p) for p in r.params}
+            langs = {code: {p: v for p, v in o.items() if p in r.params} for code, o in by_lang.items()}
+            rows.append(RuleRow(stage.name, stage.kind, r.rule, r.signal, r.compare, thresholds,
+                                {c: v for c, v in langs.items() if v}, sources, origin, r.doc))
+        if not specs:
+            rows.append(RuleRow(stage.name, stage.kind, "-", ", ".join(f.name for f in stage.signal_fields), "-",
+                                params, by_lang, sources, origin, ""))
+    return rows
