@@ -4,15 +4,20 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import folder_bytes, run_cli
+from conftest import REPO, folder_bytes, run_cli
 
 OUTPUTS = ("data", "rejected", "stats", "dedup")
+FOUNDATION = REPO / "tests" / "configs" / "foundation.yaml"
+
+
+def run_foundation(*args, **kw):
+    return run_cli(*args, "--config", FOUNDATION, **kw)
 
 
 @pytest.fixture(scope="module")
 def clean_run(tmp_path_factory, sample_data):
     out = tmp_path_factory.mktemp("clean") / "out"
-    res = run_cli("run", sample_data, "-o", out, "--workers", "1", "--quiet")
+    res = run_foundation("run", sample_data, "-o", out, "--workers", "1", "--quiet")
     assert res.returncode == 0, res.stderr
     return out, res
 
@@ -62,7 +67,7 @@ def test_duplicates_carry_the_kept_id(clean_run):
 def test_same_output_for_one_and_two_workers(clean_run, tmp_path, sample_data):
     out1, _ = clean_run
     out2 = tmp_path / "out2"
-    res = run_cli("run", sample_data, "-o", out2, "--workers", "2", "--quiet")
+    res = run_foundation("run", sample_data, "-o", out2, "--workers", "2", "--quiet")
     assert res.returncode == 0, res.stderr
     a, b = folder_bytes(out1, *OUTPUTS), folder_bytes(out2, *OUTPUTS)
     assert sorted(a) == sorted(b)
@@ -72,7 +77,7 @@ def test_same_output_for_one_and_two_workers(clean_run, tmp_path, sample_data):
 def test_rerun_of_finished_run_is_a_noop(clean_run, sample_data):
     out, _ = clean_run
     before = folder_bytes(out, *OUTPUTS)
-    res = run_cli("run", sample_data, "-o", out, "--quiet")
+    res = run_foundation("run", sample_data, "-o", out, "--quiet")
     assert res.returncode == 0, res.stderr
     assert "1686 records in: 1657 kept, 29 removed" in res.stdout
     assert folder_bytes(out, *OUTPUTS) == before
@@ -83,11 +88,11 @@ def test_rerun_of_finished_run_is_a_noop(clean_run, sample_data):
 def test_resume_after_sigkill(point, clean_run, tmp_path, sample_data):
     out1, _ = clean_run
     out = tmp_path / "out"
-    killed = run_cli("run", sample_data, "-o", out, "--workers", "2", "--quiet",
+    killed = run_foundation("run", sample_data, "-o", out, "--workers", "2", "--quiet",
                      env_extra={"DATACLEAN_FAILPOINTS": point})
     assert killed.returncode == -9, (killed.returncode, killed.stderr)
     assert not (out / "_work" / "markers" / "final.json").exists()
-    again = run_cli("run", sample_data, "-o", out, "--workers", "2", "--quiet")
+    again = run_foundation("run", sample_data, "-o", out, "--workers", "2", "--quiet")
     assert again.returncode == 0, again.stderr
     assert folder_bytes(out, *OUTPUTS) == folder_bytes(out1, *OUTPUTS)
     assert run_cli("verify", out).returncode == 0
@@ -97,10 +102,10 @@ def test_resume_after_sigkill(point, clean_run, tmp_path, sample_data):
 
 def test_changed_config_is_refused_then_fresh_restarts(tmp_path, sample_data):
     out = tmp_path / "out"
-    assert run_cli("run", sample_data, "-o", out, "--quiet").returncode == 0
+    assert run_foundation("run", sample_data, "-o", out, "--quiet").returncode == 0
     (out / "my-notes.txt").write_text("user file")
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("output:\n  rejected_text: false\n")
+    cfg.write_text(FOUNDATION.read_text() + "output:\n  rejected_text: false\n")
     res = run_cli("run", sample_data, "-o", out, "--quiet", "--config", cfg)
     assert res.returncode == 2
     assert "different configuration" in res.stderr and "--fresh" in res.stderr and "Traceback" not in res.stderr
@@ -115,7 +120,7 @@ def test_refuses_foreign_output_folder(tmp_path, sample_data):
     out = tmp_path / "somebody"
     out.mkdir()
     (out / "thesis.tex").write_text("precious")
-    res = run_cli("run", sample_data, "-o", out, "--quiet", "--fresh")
+    res = run_foundation("run", sample_data, "-o", out, "--quiet", "--fresh")
     assert res.returncode == 2 and "not written by dataclean" in res.stderr
     assert (out / "thesis.tex").read_text() == "precious" and len(list(out.iterdir())) == 1
 

@@ -1,9 +1,12 @@
 """Stages, one module per kind. ``REGISTRY`` maps the names used in YAML recipes to the classes."""
 from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, with_columns
+from dataclean.stages.c4 import C4
 from dataclean.stages.dedup_exact import ExactDedup, content_hash, content_key_text
+from dataclean.stages.langid import LangID
+from dataclean.stages.fineweb import FineWebQuality
 from dataclean.stages.normalize import Normalize
 
-REGISTRY: dict[str, type[Stage]] = {cls.kind: cls for cls in (Normalize, ExactDedup)}
+REGISTRY: dict[str, type[Stage]] = {cls.kind: cls for cls in (Normalize, LangID, C4, FineWebQuality, ExactDedup)}
 
-__all__ = ["Check", "Decisions", "RuleSpec", "Stage", "StageResult", "with_columns", "Normalize", "ExactDedup",
+__all__ = ["Check", "Decisions", "RuleSpec", "Stage", "StageResult", "with_columns", "Normalize", "LangID", "C4", "FineWebQuality", "ExactDedup",
            "content_hash", "content_key_text", "REGISTRY"]
