@@ -4,9 +4,12 @@ from dataclean.stages.c4 import C4
 from dataclean.stages.dedup_exact import ExactDedup, content_hash, content_key_text
 from dataclean.stages.langid import LangID
 from dataclean.stages.fineweb import FineWebQuality
+from dataclean.stages.garbled import Garbled
 from dataclean.stages.normalize import Normalize
+from dataclean.stages.runs import LongTokens, RepetitionRuns
 
-REGISTRY: dict[str, type[Stage]] = {cls.kind: cls for cls in (Normalize, LangID, C4, FineWebQuality, ExactDedup)}
+STAGE_CLASSES = (Normalize, LangID, Garbled, RepetitionRuns, LongTokens, C4, FineWebQuality, ExactDedup)
+REGISTRY: dict[str, type[Stage]] = {cls.kind: cls for cls in STAGE_CLASSES}
 
-__all__ = ["Check", "Decisions", "RuleSpec", "Stage", "StageResult", "with_columns", "Normalize", "LangID", "C4", "FineWebQuality", "ExactDedup",
-           "content_hash", "content_key_text", "REGISTRY"]
+__all__ = ["Check", "Decisions", "RuleSpec", "Stage", "StageResult", "with_columns", "content_hash",
+           "content_key_text", "REGISTRY", *(cls.__name__ for cls in STAGE_CLASSES)]
