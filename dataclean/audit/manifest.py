@@ -23,6 +23,11 @@ def versions() -> dict:
     return out
 
 
+def rules_digest() -> str:
+    from dataclean.exec.runner import rules_digest as digest
+    return digest()
+
+
 def write_manifest(lay: Layout, cfg: dict, fingerprint: str, pass1: list[dict], timings: dict,
                    workers: int, executor: str) -> dict:
     inputs = []
@@ -39,6 +44,7 @@ def write_manifest(lay: Layout, cfg: dict, fingerprint: str, pass1: list[dict], 
         "config": cfg,
         "config_hash": config_hash(cfg),
         "fingerprint": fingerprint,
+        "rules_digest": rules_digest(),
         "inputs": inputs,
         "versions": versions(),
         "timings_seconds": timings,

@@ -17,7 +17,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from dataclean.config import config_hash, resolve_config
+from dataclean.config import config_hash, resolve_config, rules_dir
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.global_step import global_step
 from dataclean.exec.layout import OWNED_ENTRIES, Layout
@@ -49,9 +49,21 @@ class RunSummary:
         return self.verified and not self.failed_inputs
 
 
+def rules_digest() -> str:
+    """sha256 over the files of the rules folder (word lists, URL lists...), which configs refer to by path:
+    editing a list must invalidate a run's markers like editing a threshold does."""
+    h = hashlib.sha256()
+    root = rules_dir()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def fingerprint(cfg: dict, inputs: list[str]) -> str:
+    """What a run's markers are valid for: the resolved config, the rules folder, the inputs (size, mtime)."""
     files = [(p, os.path.getsize(p), os.stat(p).st_mtime_ns) for p in inputs]
-    blob = json.dumps({"config": config_hash(cfg), "inputs": files}, sort_keys=True).encode()
+    blob = json.dumps({"config": config_hash(cfg), "rules": rules_digest(), "inputs": files},
+                      sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()
 
 
