@@ -496,7 +496,8 @@ def test_cli_run_with_a_truncated_gz_and_bad_lines(tmp_path):
     gz_error = ("error: cannot read in/c.jsonl.gz: cannot decompress or read (EOFError: Compressed file ended "
                 "before the end-of-stream marker was reached)")
 
-    run = cli("run", "in", "-o", "out", "--quiet", cwd=tmp_path)
+    foundation = str(Path(__file__).parent / "configs" / "foundation.yaml")
+    run = cli("run", "in", "-o", "out", "--quiet", "--config", foundation, cwd=tmp_path)
     assert run.returncode == 1
     assert run.stderr.splitlines() == [gz_error]
     assert "Traceback" not in run.stdout + run.stderr
@@ -529,7 +530,7 @@ def test_cli_run_with_a_truncated_gz_and_bad_lines(tmp_path):
     assert (check.returncode, check.stderr) == (0, "")
     assert check.stdout == "ok: 7 records in = 4 kept + 3 removed; 4 shards readable, ids unique\n"
 
-    again = cli("run", "in", "-o", "out", "--quiet", cwd=tmp_path)  # the failed file is tried again, and fails
+    again = cli("run", "in", "-o", "out", "--quiet", "--config", foundation, cwd=tmp_path)  # the failed file is tried again, and fails
     assert again.returncode == 1
     assert again.stderr.splitlines() == [gz_error]
     assert "Traceback" not in again.stdout + again.stderr

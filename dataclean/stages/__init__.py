@@ -5,13 +5,14 @@ from dataclean.stages.dedup_exact import ExactDedup, content_hash, content_key_t
 from dataclean.stages.langid import LangID
 from dataclean.stages.fineweb import FineWebQuality
 from dataclean.stages.garbled import Garbled
+from dataclean.stages.gopher import GopherQuality, GopherRepetition
 from dataclean.stages.lists import WordLists
 from dataclean.stages.normalize import Normalize
 from dataclean.stages.runs import LongTokens, RepetitionRuns
 from dataclean.stages.spam import SeoSpam
 
-STAGE_CLASSES = (Normalize, LangID, Garbled, RepetitionRuns, LongTokens, SeoSpam, WordLists, C4, FineWebQuality,
-                 ExactDedup)
+STAGE_CLASSES = (Normalize, LangID, Garbled, RepetitionRuns, LongTokens, GopherRepetition, GopherQuality, SeoSpam,
+                 WordLists, C4, FineWebQuality, ExactDedup)
 REGISTRY: dict[str, type[Stage]] = {cls.kind: cls for cls in STAGE_CLASSES}
 
 __all__ = ["Check", "Decisions", "RuleSpec", "Stage", "StageResult", "with_columns", "content_hash",
