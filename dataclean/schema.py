@@ -34,6 +34,8 @@ LEDGER_FIELDS = [
     pa.field("id", pa.string()),
     pa.field("source", pa.string()),
     pa.field("lang", pa.string()),
+    pa.field("url", pa.string()),
+    pa.field("meta", pa.string()),
     pa.field("origin_file", pa.string()),
     pa.field("origin_row", pa.int64()),
     pa.field("stage", pa.string()),

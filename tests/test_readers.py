@@ -50,7 +50,7 @@ def doc(path: Path, row: int, id: str, text: str, source: str = "unknown", url: 
 
 def bad(path: Path, row: int, id: str, detail: str, raw: bytes, source: str = "unknown") -> dict:
     """The expected ledger row of a bad record: stage read, rule parse, reason bad_record, nothing else set."""
-    return {"id": id, "source": source, "lang": None, "origin_file": str(path), "origin_row": row,
+    return {"id": id, "source": source, "lang": None, "url": None, "meta": None, "origin_file": str(path), "origin_row": row,
             "stage": "read", "rule": "parse", "reason": "bad_record", "value": None, "threshold": None,
             "detail": detail, "dup_of": None, "n_chars": None, "n_tokens": None, "text": None, "raw": raw}
 

@@ -9,7 +9,7 @@ import duckdb
 EMPTY_COLUMNS = {
     "kept": "id VARCHAR, text VARCHAR, source VARCHAR, lang VARCHAR, origin_file VARCHAR, origin_row BIGINT, "
             "n_chars BIGINT, n_tokens BIGINT",
-    "removed": "id VARCHAR, source VARCHAR, lang VARCHAR, origin_file VARCHAR, origin_row BIGINT, stage VARCHAR, "
+    "removed": "id VARCHAR, source VARCHAR, lang VARCHAR, url VARCHAR, meta VARCHAR, origin_file VARCHAR, origin_row BIGINT, stage VARCHAR, "
                "rule VARCHAR, reason VARCHAR, value DOUBLE, threshold DOUBLE, detail VARCHAR, dup_of VARCHAR, "
                "n_chars BIGINT, n_tokens BIGINT, text VARCHAR, raw BLOB",
 }
