@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from dataclean.schema import BASE_SIGNAL_FIELDS, DOC_FIELDS, LEDGER_FIELDS, OUTPUT_DOC_NAMES
 from dataclean.stages import REGISTRY, Stage
 from dataclean.stages.base import Decisions, StageResult, with_columns
+from dataclean.text.tokenize import WORDS_COLUMN
 from dataclean.tokens import count_chars, estimate_tokens
 
 LEDGER_SCHEMA = pa.schema(LEDGER_FIELDS)
@@ -78,6 +79,8 @@ class Pipeline:
                 break
             result = apply_stage(stage, batch)
             batch = result.batch
+            if stage.rewrites_text and WORDS_COLUMN in batch.schema.names:
+                batch = batch.drop_columns([WORDS_COLUMN])  # the cached words describe the old text
             if result.decisions is not None:
                 mask = result.decisions.removed
                 removed.append(self._ledger_rows(batch, stage.name, result.decisions, mask))
@@ -133,6 +136,8 @@ def apply_stage(stage: Stage, batch: pa.RecordBatch) -> StageResult:
         signals = {f.name: pa.nulls(batch.num_rows, f.type) for f in stage.signal_fields}
         return StageResult(with_columns(batch, signals), None)
     sub = stage(batch.take(pa.array(idx_in)))
+    if WORDS_COLUMN in sub.batch.schema.names:  # cached words would be missing for the rows passed through
+        sub = StageResult(sub.batch.drop_columns([WORDS_COLUMN]), sub.decisions)
     rest = conform(batch.take(pa.array(idx_out)), sub.batch.schema)
     inverse = np.empty(batch.num_rows, dtype=np.int64)
     inverse[np.concatenate([idx_in, idx_out])] = np.arange(batch.num_rows)

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, with_columns
-from dataclean.text import lines_batch, words_batch
+from dataclean.text import WORDS_COLUMN, batch_words, lines_batch
 
 #: Gopher's required English words (appendix A.1.1).
 ENGLISH_STOP_WORDS = ["the", "be", "to", "of", "and", "that", "have", "with"]
@@ -86,8 +86,8 @@ def _count(texts: pa.Array, pattern: str) -> np.ndarray:
 class _Words:
     """The flattened words of a batch, dictionary-encoded once and shared by every signal."""
 
-    def __init__(self, texts: pa.Array):
-        lists = words_batch(texts)
+    def __init__(self, lists: pa.ListArray):
+        self.lists = lists
         self.n_docs = len(lists)
         offsets = lists.offsets.to_numpy()
         self.offsets = (offsets - offsets[0]).astype(np.int64)
@@ -236,7 +236,7 @@ class GopherQuality(Stage):
         texts = pc.fill_null(batch.column("text").cast(pa.string()), "")
         if isinstance(texts, pa.ChunkedArray):
             texts = texts.combine_chunks()
-        words = _Words(texts)
+        words = _Words(batch_words(batch))
         n_words = words.count
         chars = words.per_doc(words.length)
         alpha = pc.match_substring_regex(words.dictionary, r"\pL").to_numpy(zero_copy_only=False)[words.codes]
@@ -261,7 +261,7 @@ class GopherQuality(Stage):
         }
         count, unchecked = self._stop_word_count(batch, words)
         signals["gopher_stop_word_count"] = pa.array(count, pa.int64())
-        out = with_columns(batch, signals)
+        out = with_columns(batch, {**signals, WORDS_COLUMN: words.lists})
         table = [(rule, reason, param, compare, signals[sig]) for rule, reason, param, compare, sig, _ in self._CHECKS]
         few_lines = pc.fill_null(pc.less(pa.array(n_lines), _threshold(self, batch, "line_rules_min_lines")), False)
         few_lines = few_lines.to_numpy(zero_copy_only=False)
@@ -546,7 +546,7 @@ class GopherRepetition(Stage):
         n = len(texts)
         line_frac, line_chars = _dup_fracs(lines_batch(texts), n)
         para_frac, para_chars = _dup_fracs(pc.split_pattern_regex(texts, r"\n[ \t\x{3000}]*\n\s*"), n)
-        words = _Words(texts)
+        words = _Words(batch_words(batch))
         ngrams = ngram_signals(words.codes, words.length, words.offsets, words.parent)
         signals = {"gopher_dup_line_frac": line_frac, "gopher_dup_line_char_frac": line_chars,
                    "gopher_dup_para_frac": para_frac, "gopher_dup_para_char_frac": para_chars}
@@ -555,6 +555,6 @@ class GopherRepetition(Stage):
         for k in DUP_NGRAM_SIZES:
             signals[f"gopher_dup_{k}gram_char_frac"] = ngrams[k]
         signals = {name: pa.array(v, pa.float64()) for name, v in signals.items()}
-        out = with_columns(batch, signals)
+        out = with_columns(batch, {**signals, WORDS_COLUMN: words.lists})
         table = [(rule, reason, param, compare, signals[sig]) for rule, reason, param, compare, sig, _ in self._CHECKS]
         return StageResult(out, _checks(self, batch, table))

@@ -50,6 +50,21 @@ def words_batch(texts: pa.Array | pa.ChunkedArray) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array(offsets), trimmed.filter(pa.array(keep)))
 
 
+#: A batch column that carries each row's words from one stage to the next, so a pipeline tokenizes once.
+#: The pipeline drops it after any stage that rewrites the text; it is never written out.
+WORDS_COLUMN = "_words"
+
+
+def batch_words(batch: pa.RecordBatch) -> pa.ListArray:
+    """The words of ``batch``'s text: the cached :data:`WORDS_COLUMN` when an earlier stage left it, else
+    :func:`words_batch` of the ``text`` column. A stage that calls this should hand the words on with
+    ``with_columns(out, {WORDS_COLUMN: words})``."""
+    idx = batch.schema.get_field_index(WORDS_COLUMN)
+    if idx >= 0:
+        return batch.column(idx)
+    return words_batch(batch.column("text"))
+
+
 def split_words(text: str) -> list[str]:
     """Words of one string (same rules as :func:`words_batch`)."""
     return words_batch(pa.array([text], pa.string()))[0].as_py()
