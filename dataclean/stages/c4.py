@@ -73,7 +73,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataclean.stages.base import Check, Decisions, Stage, StageResult, with_columns
+from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, with_columns
 from dataclean.text import lines_batch
 from dataclean.text.tokenize import ISOLATE
 
@@ -138,6 +138,14 @@ class C4(Stage):
         pa.field("c4_lorem_ipsum", pa.bool_()),
         pa.field("c4_curly_lines", pa.int64()),
         pa.field("c4_sentences", pa.int64()),
+    ]
+    rule_specs = [
+        RuleSpec("c4_lorem_ipsum", "c4_lorem_ipsum", ("lorem_ipsum",), "flag", "placeholder text anywhere in the page"),
+        RuleSpec("c4_curly_bracket", "c4_curly_lines", ("curly_bracket", "curly_bracket_sources"), "flag",
+                 "a '{' in a kept line (code, not prose)"),
+        RuleSpec("c4_too_few_sentences", "c4_sentences", ("min_sentences",), "min",
+                 "sentences left after the line-level cleaning"),
+        RuleSpec("c4_empty", "c4_lines_after", (), "flag", "no line survives the line-level cleaning"),
     ]
 
     def __init__(self, end_marks: str | None = '.!?"', min_words_per_line: int | None = 5,

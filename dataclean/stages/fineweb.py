@@ -79,7 +79,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataclean.stages.base import Check, Decisions, Stage, StageResult, with_columns
+from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, with_columns
 from dataclean.stages.c4 import check_per_lang, count_words, join_wrapped_lines, lang_groups, lang_numbers
 from dataclean.text import lines_batch
 from dataclean.text.tokenize import HAN, HIRAGANA, KATAKANA
@@ -160,6 +160,17 @@ class FineWebQuality(Stage):
         pa.field("fineweb_short_line_ratio", pa.float64()),
         pa.field("fineweb_char_dup_ratio", pa.float64()),
         pa.field("fineweb_newline_ratio", pa.float64()),
+    ]
+    rule_specs = [
+        RuleSpec("fineweb_line_punct_ratio", "fineweb_line_punct_ratio",
+                 ("line_punct_thr", "end_marks", "paragraph_sentences", "line_punct_min_lines"), "min",
+                 "share of lines ending in a terminal mark (removed at or below)"),
+        RuleSpec("fineweb_short_line_ratio", "fineweb_short_line_ratio", ("short_line_thr", "short_line_length"),
+                 "max", "share of lines of at most short_line_length characters (removed at or above)"),
+        RuleSpec("fineweb_char_dup_ratio", "fineweb_char_dup_ratio", ("char_duplicates_ratio",), "max",
+                 "share of characters in repeated lines (removed at or above)"),
+        RuleSpec("fineweb_list_ratio", "fineweb_newline_ratio", ("new_line_ratio",), "max",
+                 "newlines per word (removed above)"),
     ]
 
     def __init__(self, line_punct_thr: float | None = 0.12, end_marks: str = END_MARKS,

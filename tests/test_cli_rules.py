@@ -1,0 +1,46 @@
+"""`dataclean rules`: every rule of the configured pipeline with its thresholds and where they are set."""
+import json
+
+from conftest import REPO, run_cli
+
+
+def rules_json(*args):
+    res = run_cli("rules", "--format", "json", *args)
+    assert res.returncode == 0, res.stderr
+    return {(r["stage"], r["rule"]): r for r in json.loads(res.stdout)}
+
+
+def test_default_rules_name_signal_thresholds_languages_sources_and_file():
+    rows = rules_json()
+    short = rows[("gopher_quality", "gopher_short_doc")]
+    assert (short["signal"], short["compare"], short["thresholds"]) == ("gopher_word_count", "min", {"min_words": 50})
+    assert short["sources"] == "only web, unknown"
+    assert short["file"] == str(REPO / "rules" / "default.yaml")
+    low = rows[("langid", "lang_low_score")]
+    assert low["thresholds"] == {"min_score": 0.4}
+    assert low["by_lang"] == {"zh": {"min_score": 0.2}, "wuu": {"min_score": 0.2}, "yue": {"min_score": 0.2}}
+    assert low["sources"] == "all but code"
+    punct = rows[("fineweb_quality", "fineweb_line_punct_ratio")]
+    assert punct["thresholds"]["line_punct_thr"] == 0.12
+    assert punct["by_lang"]["zh"] == {"end_marks": ".'\"!?。！？…”」』", "line_punct_min_lines": 2}
+    stages = [r[0] for r in rows]
+    assert stages[0] == "normalize" and stages[-1] == "exact_dedup"
+    assert len(rows) == 55
+
+
+def test_rules_of_a_user_pipeline_point_at_the_user_file(tmp_path):
+    cfg = tmp_path / "mine.yaml"
+    cfg.write_text("pipeline:\n  - stage: normalize\n  - stage: gopher_quality\n    min_words: 20\n")
+    rows = rules_json("--config", str(cfg))
+    assert rows[("gopher_quality", "gopher_short_doc")]["thresholds"] == {"min_words": 20}
+    assert {r["file"] for r in rows.values()} == {str(cfg)}
+    assert rows[("gopher_quality", "gopher_short_doc")]["sources"] == "all"
+
+
+def test_rules_table_and_bad_config(tmp_path):
+    res = run_cli("rules")
+    assert res.returncode == 0 and "gopher_short_doc" in res.stdout and "lang_low_score" in res.stdout
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("pipeline:\n  - stage: gopher_quality\n    min_wrds: 20\n")
+    res = run_cli("rules", "--config", str(cfg))
+    assert res.returncode == 2 and "min_wrds" in res.stderr and "Traceback" not in res.stderr
