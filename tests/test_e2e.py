@@ -131,3 +131,26 @@ def test_unknown_config_key_is_named(tmp_path, sample_data):
     res = run_cli("run", sample_data, "-o", tmp_path / "o", "--quiet", "--config", cfg)
     assert res.returncode == 2
     assert res.stderr.strip() == "error: unknown config key 'output.rejected_txt'"
+
+
+def test_default_pipeline_on_sample_data(tmp_path, sample_data):
+    """The README's command with every rule family: exact counts, conservation, same bytes for 1 and 2 workers."""
+    outs = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"w{workers}"
+        res = run_cli("run", sample_data, "-o", out, "--workers", workers, "--quiet")
+        assert res.returncode == 0, res.stderr
+        assert run_cli("verify", out).returncode == 0
+        outs.append(out)
+    summary = json.loads((outs[0] / "stats" / "summary.json").read_text())
+    assert (summary["input_records"], summary["kept"], summary["removed"]) == (1686, 1093, 593)
+    assert summary["removed_by_stage"] == {
+        "langid": 46, "garbled": 2, "repetition_runs": 1, "long_tokens": 1, "gopher_quality": 262,
+        "gopher_repetition": 191, "fineweb_quality": 55, "c4": 29, "exact_dedup": 6}
+    assert summary["by_source"]["code"] == {"input": 220, "kept": 220, "removed": 0}
+    assert summary["by_source"]["wiki"] == {"input": 300, "kept": 300, "removed": 0}
+    assert folder_bytes(outs[0], *OUTPUTS) == folder_bytes(outs[1], *OUTPUTS)
+    # every removal names its stage, rule, reason and deciding value (duplicates: the kept id instead)
+    for row in pq.read_table(outs[0] / "rejected").to_pylist():
+        assert row["stage"] and row["rule"] and row["reason"]
+        assert row["value"] is not None or row["dup_of"] is not None or row["rule"] in ("c4_empty",)
