@@ -182,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tmp", default=None, help="folder for the outputs (default: a new temporary folder)")
     ap.add_argument("--json", default=DEFAULT_JSON, help=f"where to write the results (default {DEFAULT_JSON})")
     ap.add_argument("--interval", type=float, default=0.02, help="memory sampling interval, s (default 0.02)")
+    ap.add_argument("--config", default=os.path.join(HERE, "configs", "foundation.yaml"),
+                    help="dataclean config (default benchmarks/configs/foundation.yaml: normalize + exact dedup; "
+                         "pass rules/default.yaml for the full default pipeline)")
     a = ap.parse_args(argv)
 
     files = sorted(glob.glob(os.path.join(a.corpus, "*.parquet")))
@@ -197,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
 
     tmp_root = tempfile.mkdtemp(prefix="dataclean-bench-", dir=a.tmp)
     dc_out, bl_out = os.path.join(tmp_root, "dataclean"), os.path.join(tmp_root, "baseline")
-    dc_cmd = _dataclean_cmd() + ["run", *files, "-o", dc_out, "--workers", str(a.workers), "--quiet", "--fresh"]
+    dc_cmd = _dataclean_cmd() + ["run", *files, "-o", dc_out, "--workers", str(a.workers), "--quiet", "--fresh",
+                                 "--config", a.config]
     bl_cmd = [sys.executable, os.path.abspath(__file__), "_baseline", "--workers", str(a.workers), bl_out, *files]
     runs: dict[str, list] = {"dataclean": [], "baseline": []}
     problems: list[str] = []
