@@ -28,15 +28,17 @@ def main() -> None:
 @click.option("--id-column", help="Input column that holds the id (input.columns.id).")
 @click.option("--source-column", help="Input column that holds the source (input.columns.source).")
 @click.option("--default-source", help="Source of records that have none (input.default_source).")
+@click.option("--dedup-against", "dedup_against", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="Also remove near-duplicates of the documents an earlier run (its output folder) kept.")
 def run(inputs, output, config_path, workers, fresh, quiet, text_column, id_column, source_column,
-        default_source) -> None:
+        default_source, dedup_against) -> None:
     """Clean INPUTS (files, folders or globs of .parquet/.jsonl[.gz|.zst]) into OUTPUT."""
     overrides = {k: v for k, v in {
         "input.columns.text": text_column, "input.columns.id": id_column,
         "input.columns.source": source_column, "input.default_source": default_source}.items() if v is not None}
     try:
         summary = run_pipeline(list(inputs), output, config=config_path, workers=workers, fresh=fresh,
-                               quiet=quiet, overrides=overrides)
+                               quiet=quiet, overrides=overrides, dedup_against=list(dedup_against))
     except (RunError, ConfigError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

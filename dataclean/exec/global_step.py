@@ -14,12 +14,25 @@ import shutil
 import time
 
 import duckdb
+import pyarrow.parquet as pq
+from dataclasses import dataclass
 
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.layout import Layout
 from dataclean.io.writers import write_json_atomic
 
 REMOVAL_COLUMNS = "doc_key, stage, rule, reason, value, threshold, detail, dup_of"
+
+
+@dataclass
+class GlobalContext:
+    """What a global stage sees: the DuckDB connection (a ``removals`` table, the ``docs`` view of pass-1
+    survivors with the columns it asked for), the resolved config, the output layout."""
+
+    con: duckdb.DuckDBPyConnection
+    cfg: dict
+    lay: Layout
+    columns: set[str]
 
 
 def connect(cfg: dict, lay: Layout) -> duckdb.DuckDBPyConnection:
@@ -51,10 +64,14 @@ def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerpr
                 "value DOUBLE, threshold DOUBLE, detail VARCHAR, dup_of VARCHAR)")
     counts: dict[str, int] = {}
     if doc_files:
+        available = set(pq.read_schema(doc_files[0]).names)
         needed = {"doc_key", "id", "origin_file", "origin_row"}
         for stage in pipeline.global_stages:
             needed.update(f.name for f in stage.signal_fields)
+            needed.update(getattr(stage, "global_columns", ()))
+        needed &= available
         cols = ", ".join(sorted(needed))
+        ctx = GlobalContext(con, cfg, lay, needed)
         con.execute(f"CREATE VIEW docs AS SELECT {cols} FROM read_parquet({_file_list(doc_files)})")
         con.execute("""
             INSERT INTO removals
@@ -73,10 +90,17 @@ def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerpr
             if hasattr(stage, "write_artifacts"):
                 stage.write_artifacts(con, "alive", lay.dedup)
             before = con.execute("SELECT count(*) FROM removals").fetchall()[0][0]
-            con.execute(f"INSERT INTO removals SELECT {REMOVAL_COLUMNS} FROM ({stage.global_removals(con, 'alive')})")
+            if hasattr(stage, "global_decide"):  # decisions that need Python (clustering): inserts itself
+                stage.global_decide(ctx, "alive")
+            else:
+                con.execute(f"INSERT INTO removals SELECT {REMOVAL_COLUMNS} FROM ({stage.global_removals(con, 'alive')})")
             after = con.execute("SELECT count(*) FROM removals").fetchall()[0][0]
             counts[stage.name] = after - before
             failpoint("global-mid")
+        con.execute("CREATE OR REPLACE TEMP VIEW final AS SELECT * FROM docs ANTI JOIN removals USING (doc_key)")
+        for stage in pipeline.global_stages:
+            if hasattr(stage, "write_final_artifacts"):  # e.g. what a later run dedups against
+                stage.write_final_artifacts(ctx, "final")
     tmp = lay.removals + ".tmp"
     con.execute(f"COPY (SELECT * FROM removals ORDER BY doc_key) TO '{_sql_str(tmp)}' "
                 f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 65536)")

@@ -17,7 +17,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from dataclean.config import config_hash, resolve_config, rules_dir
+from dataclean.config import ConfigError, config_hash, resolve_config, rules_dir, validate
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.global_step import global_step
 from dataclean.exec.layout import OWNED_ENTRIES, Layout
@@ -102,6 +102,21 @@ def _check_output_folder(out: str, inputs: list[str], fp: str, fresh: bool) -> N
                        "Use --fresh to discard it and start over, or choose another output folder.")
 
 
+def with_dedup_against(cfg: dict, folders: list[str]) -> dict:
+    """``cfg`` with ``against`` set on its near-duplicate stage(s); an error when it has none."""
+    cfg = json.loads(json.dumps(cfg))
+    stages = [spec for spec in cfg["pipeline"] if spec.get("stage") == "minhash_dedup"]
+    if not stages:
+        raise RunError("--dedup-against needs a minhash_dedup stage in the pipeline")
+    for spec in stages:
+        spec["against"] = list(spec.get("against") or []) + folders
+    try:
+        validate(cfg)
+    except ConfigError as exc:
+        raise RunError(str(exc)) from None
+    return cfg
+
+
 class _Progress:
     """Progress bars on stderr (rich); silent when quiet."""
 
@@ -124,17 +139,21 @@ class _Progress:
 
 
 def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False, quiet: bool = True,
-        executor=None, overrides: dict | None = None) -> RunSummary:
+        executor=None, overrides: dict | None = None, dedup_against: list[str] | None = None) -> RunSummary:
     """Clean ``inputs`` (files, folders, globs) into ``output``; return a :class:`RunSummary`.
 
-    ``config`` is a resolved config dict, a YAML path or None (defaults). Raises :class:`RunError` when the
-    run cannot start (bad output folder, changed config without ``fresh``, no inputs).
+    ``config`` is a resolved config dict, a YAML path or None (defaults). ``dedup_against`` names earlier
+    output folders whose kept documents the near-duplicate stage removes duplicates of. Raises
+    :class:`RunError` when the run cannot start (bad output folder, changed config without ``fresh``, no
+    inputs).
     """
     started = time.time()
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
     cfg = config if isinstance(config, dict) and "pipeline" in config and not overrides else \
         resolve_config(config, overrides)
+    if dedup_against:
+        cfg = with_dedup_against(cfg, [str(p) for p in dedup_against])
     try:
         files = discover_inputs([str(i) for i in inputs])
     except FileNotFoundError as exc:
