@@ -10,6 +10,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -21,6 +22,7 @@ from dataclean.exec.layout import Layout
 from dataclean.io.readers import ColumnMapping, InputFileError, read_shard
 from dataclean.io.writers import ShardWriter, write_json_atomic
 from dataclean.pipeline import Pipeline, conform
+from dataclean.stages.base import with_columns
 
 _PIPELINES: dict[str, Pipeline] = {}
 
@@ -184,12 +186,14 @@ def pass2_task(spec: TaskSpec) -> dict:
 
 def _global_ledger_rows(gone: pa.RecordBatch, removals: pa.Table, schema: pa.Schema,
                         keep_text: bool) -> pa.RecordBatch:
-    decided = removals.filter(pc.is_in(removals.column("doc_key"), value_set=gone.column("doc_key")))
-    joined = pa.Table.from_batches([gone]).join(decided, keys="doc_key", join_type="inner")
+    """Ledger rows for survivors the global step removed: their columns plus the decision's columns."""
+    keys = removals.column("doc_key").to_numpy()  # the removal list is sorted by doc_key
+    at = pa.array(np.searchsorted(keys, gone.column("doc_key").to_numpy()))
+    decided = {name: removals.column(name).take(at).combine_chunks() for name in removals.column_names
+               if name != "doc_key"}
     if not keep_text:
-        joined = joined.set_column(joined.schema.get_field_index("text"), "text",
-                                   pa.nulls(joined.num_rows, pa.string()))
-    return conform(joined.combine_chunks().to_batches()[0], schema)
+        decided["text"] = pa.nulls(gone.num_rows, pa.string())
+    return conform(with_columns(gone, decided), schema)
 
 
 def load_marker(lay: Layout, name: str) -> dict | None:

@@ -1,6 +1,7 @@
 """Stages, one module per kind. ``REGISTRY`` maps the names used in YAML recipes to the classes."""
 from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, with_columns
 from dataclean.stages.c4 import C4
+from dataclean.stages.dedup_minhash import MinHashDedup
 from dataclean.stages.dedup_exact import ExactDedup, content_hash, content_key_text
 from dataclean.stages.langid import LangID
 from dataclean.stages.fineweb import FineWebQuality
@@ -12,7 +13,7 @@ from dataclean.stages.runs import LongTokens, RepetitionRuns
 from dataclean.stages.spam import SeoSpam
 
 STAGE_CLASSES = (Normalize, LangID, Garbled, RepetitionRuns, LongTokens, GopherRepetition, GopherQuality, SeoSpam,
-                 WordLists, C4, FineWebQuality, ExactDedup)
+                 WordLists, C4, FineWebQuality, ExactDedup, MinHashDedup)
 REGISTRY: dict[str, type[Stage]] = {cls.kind: cls for cls in STAGE_CLASSES}
 
 __all__ = ["Check", "Decisions", "RuleSpec", "Stage", "StageResult", "with_columns", "content_hash",

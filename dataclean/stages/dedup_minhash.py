@@ -1,0 +1,334 @@
+"""Near-duplicate removal with MinHash-LSH over the whole corpus, out-of-core.
+
+Pass 1 (per batch, vectorised): the text normalized for shingling (NFKC, lower case, digits folded,
+punctuation removed), word 5-gram shingles for space-delimited scripts and character 5-grams for Chinese
+and Japanese (both in one document when it mixes them), a datasketch-compatible signature of ``num_perm``
+permutations, and its ``bands`` band hashes (see :mod:`dataclean.dedup.minhash`). A document with no
+shingle at all (empty after normalization) gets no signature: exact dedup is its only dedup, on purpose.
+
+Global step (DuckDB under the configured memory limit, spilling to disk):
+
+1. with ``against``, documents sharing a band bucket with a document *kept* by an earlier run (its
+   ``dedup/minhash_bands.parquet``) and similar enough to it are removed (``near_duplicate_earlier``);
+2. band rows are grouped into buckets; every member of a bucket is linked to the bucket's smallest key
+   (a star: as many edges as members, never quadratic); with ``verify_pairs`` an edge is kept only when the
+   signature Jaccard estimate of its two ends reaches ``threshold``;
+3. connected components of the edges (union-find on the driver: edges are few next to documents);
+4. in each component the documents are ordered by preference — highest ``quality_score`` when the
+   pipeline has one, then most characters, then smallest id — and clustered greedily: the first becomes a
+   representative and takes every member whose Jaccard estimate to it is at least
+   ``min_similarity_to_rep`` (the chaining guard: A~B~C does not make A and C duplicates); the next
+   unassigned member starts the next cluster. Every non-representative is removed with ``dup_of`` = its
+   representative and ``value`` = its similarity to it.
+
+Artifacts in ``OUT/dedup/``: ``clusters.parquet`` (one row per member of every cluster of two or more),
+``cluster_sizes.parquet``, and, for a later ``--dedup-against``, ``minhash_bands.parquet`` and
+``minhash_signatures.parquet`` of the documents this run kept, with ``minhash_params.json``.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from dataclean.dedup.minhash import DEFAULT_SCHEME, band_hashes, optimal_bands, shingle_hashes, shingle_text, signatures
+from dataclean.io.writers import atomic_write_table, write_json_atomic
+from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
+
+PARAMS_FILE = "minhash_params.json"
+BANDS_FILE = "minhash_bands.parquet"
+SIGS_FILE = "minhash_signatures.parquet"
+
+
+def _sql_path(path: str) -> str:
+    return "'" + path.replace("'", "''") + "'"
+
+
+class MinHashDedup(Stage):
+    kind = "minhash_dedup"
+    is_global = True
+    signal_fields = [
+        pa.field("minhash_shingles", pa.int64()),
+        pa.field("minhash_sig", pa.list_(pa.uint32())),
+        pa.field("minhash_bands", pa.list_(pa.uint64())),
+    ]
+    internal_columns = ("minhash_sig", "minhash_bands")
+    global_columns = ("n_chars", "source", "lang", "quality_score")
+    rule_specs = [
+        RuleSpec("near_duplicate", "minhash_sig", ("threshold", "min_similarity_to_rep"), "min",
+                 "Jaccard estimate to the kept representative of its cluster"),
+        RuleSpec("near_duplicate_earlier", "minhash_sig", ("threshold", "against"), "min",
+                 "Jaccard estimate to a document kept by an earlier run (--dedup-against)"),
+    ]
+
+    def __init__(self, threshold: float = 0.8, num_perm: int = 128, seed: int = 1, word_ngram: int = 5,
+                 char_ngram: int = 5, bands: int | None = None, rows: int | None = None,
+                 false_positive_weight: float = 0.5, false_negative_weight: float = 0.5,
+                 verify_pairs: bool = True, min_similarity_to_rep: float | None = None,
+                 against: Sequence[str] | None = None, name: str | None = None):
+        super().__init__(name)
+        if not 0.0 < float(threshold) <= 1.0:
+            raise ValueError(f"minhash_dedup.threshold must be in (0, 1], not {threshold!r}")
+        if int(num_perm) < 2:
+            raise ValueError("minhash_dedup.num_perm must be at least 2")
+        if int(word_ngram) < 1 or int(char_ngram) < 1:
+            raise ValueError("minhash_dedup.word_ngram and char_ngram must be at least 1")
+        self.threshold, self.num_perm, self.seed = float(threshold), int(num_perm), int(seed)
+        self.word_ngram, self.char_ngram = int(word_ngram), int(char_ngram)
+        self.false_positive_weight, self.false_negative_weight = false_positive_weight, false_negative_weight
+        if (bands is None) != (rows is None):
+            raise ValueError("minhash_dedup: give both bands and rows, or neither (then they are optimized)")
+        if bands is None:
+            bands, rows = optimal_bands(self.threshold, self.num_perm, false_positive_weight, false_negative_weight)
+        if int(bands) * int(rows) > self.num_perm:
+            raise ValueError(f"minhash_dedup: bands * rows = {bands * rows} exceeds num_perm = {self.num_perm}")
+        self.bands, self.rows = int(bands), int(rows)
+        self.verify_pairs = bool(verify_pairs)
+        self.min_similarity_to_rep = self.threshold if min_similarity_to_rep is None else float(min_similarity_to_rep)
+        if isinstance(against, str):
+            against = [against]
+        self.against = [str(a) for a in (against or [])]
+        for old in self.against:
+            self._check_against(old)
+
+    # -- pass 1 ------------------------------------------------------------------------------------------
+    def apply(self, batch: pa.RecordBatch) -> StageResult:
+        n = batch.num_rows
+        values, offsets = shingle_hashes(shingle_text(batch.column("text")), self.word_ngram, self.char_ngram)
+        counts = np.diff(offsets).astype(np.int64)
+        sigs = signatures(values, offsets, self.num_perm, self.seed)
+        bands = band_hashes(sigs, self.bands, self.rows)
+        has = counts > 0
+        sig_list = _list_array(sigs.astype(np.uint32), has, pa.uint32())
+        band_list = _list_array(bands.astype(np.uint64), has, pa.uint64())
+        return StageResult(with_columns(batch, {"minhash_shingles": pa.array(counts, pa.int64()),
+                                                "minhash_sig": sig_list, "minhash_bands": band_list}))
+
+    # -- global step -------------------------------------------------------------------------------------
+    def params_record(self) -> dict:
+        return {"num_perm": self.num_perm, "seed": self.seed, "word_ngram": self.word_ngram,
+                "char_ngram": self.char_ngram, "bands": self.bands, "rows": self.rows,
+                "scheme": DEFAULT_SCHEME, "shingling": "dataclean.dedup.minhash v1"}
+
+    def _check_against(self, old: str) -> None:
+        folder = os.path.join(old, "dedup")
+        path = os.path.join(folder, PARAMS_FILE)
+        if not os.path.isfile(path):
+            raise ValueError(f"minhash_dedup.against: {old} has no dedup/{PARAMS_FILE} "
+                             "(not the output of a finished dataclean run with minhash_dedup)")
+        with open(path, encoding="utf-8") as fh:
+            theirs = json.load(fh)
+        mine = self.params_record()
+        diff = sorted(k for k in mine if theirs.get(k) != mine[k])
+        if diff:
+            raise ValueError(f"minhash_dedup.against: {old} was deduplicated with other MinHash parameters "
+                             f"({', '.join(f'{k}={theirs.get(k)!r} here {mine[k]!r}' for k in diff)})")
+
+    def global_decide(self, ctx, view: str) -> None:
+        con = ctx.con
+        for old in self.against:
+            self._against_old(ctx, view, old)
+        con.execute(f"""
+            CREATE OR REPLACE TEMP TABLE mh_bands AS
+            SELECT doc_key, generate_subscripts(minhash_bands, 1) AS band, unnest(minhash_bands) AS h
+            FROM {view} WHERE minhash_bands IS NOT NULL""")
+        con.execute("""
+            CREATE OR REPLACE TEMP TABLE mh_edges AS
+            SELECT DISTINCT b.doc_key AS a, g.first_key AS b
+            FROM mh_bands b JOIN (SELECT band, h, min(doc_key) AS first_key FROM mh_bands
+                                  GROUP BY band, h HAVING count(*) > 1) g USING (band, h)
+            WHERE b.doc_key <> g.first_key""")
+        con.execute("DROP TABLE mh_bands")
+        edges = con.sql("SELECT a, b FROM mh_edges ORDER BY a, b").fetchnumpy()
+        a, b = np.asarray(edges["a"], np.int64), np.asarray(edges["b"], np.int64)
+        if len(a) == 0:
+            self._write_clusters(ctx, pa.table({"cluster": pa.array([], pa.string())}), empty=True)
+            return
+        nodes = con.sql(f"""
+            SELECT doc_key, id, n_chars, {'quality_score' if 'quality_score' in ctx.columns else 'NULL::DOUBLE'} AS q,
+                   source, lang, minhash_sig
+            FROM {view} WHERE doc_key IN (SELECT a FROM mh_edges UNION SELECT b FROM mh_edges)
+            ORDER BY doc_key""").to_arrow_table()
+        con.execute("DROP TABLE mh_edges")
+        keys = nodes.column("doc_key").to_numpy()
+        sigs = _sig_matrix(nodes.column("minhash_sig"), self.num_perm)
+        u, v = np.searchsorted(keys, a), np.searchsorted(keys, b)
+        if self.verify_pairs:
+            ok = (sigs[u] == sigs[v]).mean(axis=1) >= self.threshold
+            u, v = u[ok], v[ok]
+        labels = connected_components(len(keys), u, v)
+        members, reps, sims = self._cluster(labels, nodes, sigs)
+        removed = reps != members
+        ids = np.asarray(nodes.column("id").to_pylist(), dtype=object)
+        size = np.bincount(reps, minlength=len(keys))
+        rem = pa.table({
+            "doc_key": pa.array(keys[members[removed]], pa.int64()),
+            "stage": pa.array([self.name] * int(removed.sum()), pa.string()),
+            "rule": pa.array(["near_duplicate"] * int(removed.sum()), pa.string()),
+            "reason": pa.array(["near_duplicate"] * int(removed.sum()), pa.string()),
+            "value": pa.array(sims[removed], pa.float64()),
+            "threshold": pa.array([self.min_similarity_to_rep] * int(removed.sum()), pa.float64()),
+            "detail": pa.array([f"cluster of {size[r]} (MinHash Jaccard estimate, {self.num_perm} permutations)"
+                                for r in reps[removed]], pa.string()),
+            "dup_of": pa.array(ids[reps[removed]].tolist(), pa.string()),
+        })
+        con.register("mh_removed", rem)
+        con.execute("INSERT INTO removals SELECT * FROM mh_removed")
+        con.unregister("mh_removed")
+        in_cluster = size[reps] > 1
+        m, r = members[in_cluster], reps[in_cluster]
+        clusters = pa.table({
+            "cluster": pa.array(ids[r].tolist(), pa.string()),
+            "id": pa.array(ids[m].tolist(), pa.string()),
+            "is_representative": pa.array(m == r),
+            "similarity": pa.array(sims[in_cluster], pa.float64()),
+            "cluster_size": pa.array(size[r], pa.int64()),
+            "source": nodes.column("source").take(pa.array(m)),
+            "lang": nodes.column("lang").take(pa.array(m)),
+            "n_chars": nodes.column("n_chars").take(pa.array(m)),
+        })
+        self._write_clusters(ctx, clusters)
+
+    def _cluster(self, labels: np.ndarray, nodes: pa.Table, sigs: np.ndarray):
+        """Greedy clustering inside each component, representatives first in preference order."""
+        n = len(labels)
+        q = nodes.column("q").to_numpy(zero_copy_only=False).astype(np.float64)
+        q = np.where(np.isnan(q), -np.inf, q)
+        chars = nodes.column("n_chars").to_numpy(zero_copy_only=False).astype(np.int64)
+        id_rank = np.argsort(np.argsort(np.asarray(nodes.column("id").to_pylist(), dtype=object), kind="stable"))
+        order = np.lexsort((id_rank, -chars, -q, labels))  # by component, then preference
+        reps = np.full(n, -1, dtype=np.int64)
+        sims = np.zeros(n, dtype=np.float64)
+        bounds = np.flatnonzero(np.diff(labels[order])) + 1
+        for group in np.split(order, bounds):
+            if len(group) == 1:
+                reps[group[0]], sims[group[0]] = group[0], 1.0
+                continue
+            open_ = np.ones(len(group), dtype=bool)
+            gsigs = sigs[group]
+            for i in range(len(group)):
+                if not open_[i]:
+                    continue
+                sim = (gsigs == gsigs[i]).mean(axis=1)
+                take = open_ & (sim >= self.min_similarity_to_rep)
+                take[i] = True
+                reps[group[take]] = group[i]
+                sims[group[take]] = sim[take]
+                sims[group[i]] = 1.0
+                open_ &= ~take
+                if not open_.any():
+                    break
+        members = np.arange(n, dtype=np.int64)
+        return members, reps, sims
+
+    def _against_old(self, ctx, view: str, old: str) -> None:
+        con = ctx.con
+        folder = os.path.join(old, "dedup")
+        con.execute(f"""
+            CREATE OR REPLACE TEMP TABLE mh_old AS
+            SELECT n.doc_key, o.id AS old_id
+            FROM (SELECT doc_key, generate_subscripts(minhash_bands, 1) AS band, unnest(minhash_bands) AS h
+                  FROM {view} WHERE minhash_bands IS NOT NULL) n
+            JOIN read_parquet({_sql_path(os.path.join(folder, BANDS_FILE))}) o USING (band, h)
+            GROUP BY ALL""")
+        pairs = con.sql(f"""
+            SELECT p.doc_key, p.old_id, n.minhash_sig AS new_sig, s.sig AS old_sig
+            FROM mh_old p JOIN {view} n USING (doc_key)
+            JOIN read_parquet({_sql_path(os.path.join(folder, SIGS_FILE))}) s ON s.id = p.old_id
+            ORDER BY p.doc_key, p.old_id""").to_arrow_table()
+        con.execute("DROP TABLE mh_old")
+        if pairs.num_rows == 0:
+            return
+        sim = (_sig_matrix(pairs.column("new_sig"), self.num_perm)
+               == _sig_matrix(pairs.column("old_sig"), self.num_perm)).mean(axis=1)
+        keys = pairs.column("doc_key").to_numpy()
+        ok = sim >= self.min_similarity_to_rep
+        # per new document, the most similar earlier document (ties: smallest old id, the sort order)
+        order = np.lexsort((np.arange(len(keys)), -sim, keys))
+        first = order[np.r_[True, keys[order][1:] != keys[order][:-1]]]
+        first = first[ok[first]]
+        old_ids = pairs.column("old_id").take(pa.array(first))
+        rem = pa.table({
+            "doc_key": pa.array(keys[first], pa.int64()),
+            "stage": pa.array([self.name] * len(first), pa.string()),
+            "rule": pa.array(["near_duplicate_earlier"] * len(first), pa.string()),
+            "reason": pa.array(["near_duplicate"] * len(first), pa.string()),
+            "value": pa.array(sim[first], pa.float64()),
+            "threshold": pa.array([self.min_similarity_to_rep] * len(first), pa.float64()),
+            "detail": pa.array([f"kept by the earlier run {old}"] * len(first), pa.string()),
+            "dup_of": old_ids,
+        })
+        con.register("mh_removed", rem)
+        con.execute("INSERT INTO removals SELECT * FROM mh_removed")
+        con.unregister("mh_removed")
+
+    def _write_clusters(self, ctx, clusters: pa.Table, empty: bool = False) -> None:
+        folder = ctx.lay.dedup
+        if empty:
+            clusters = pa.table({"cluster": pa.array([], pa.string()), "id": pa.array([], pa.string()),
+                                 "is_representative": pa.array([], pa.bool_()),
+                                 "similarity": pa.array([], pa.float64()), "cluster_size": pa.array([], pa.int64()),
+                                 "source": pa.array([], pa.string()), "lang": pa.array([], pa.string()),
+                                 "n_chars": pa.array([], pa.int64())})
+        clusters = clusters.sort_by([("cluster", "ascending"), ("is_representative", "descending"),
+                                     ("id", "ascending")])
+        atomic_write_table(clusters, os.path.join(folder, "clusters.parquet"))
+        reps = clusters.filter(pc.field("is_representative"))
+        sizes = reps.group_by("cluster_size").aggregate([("cluster", "count")]).rename_columns(
+            ["cluster_size", "clusters"]).sort_by("cluster_size")
+        sizes = sizes.append_column("documents", pc.multiply(sizes.column("cluster_size"), sizes.column("clusters")))
+        atomic_write_table(sizes, os.path.join(folder, "cluster_sizes.parquet"))
+
+    def write_final_artifacts(self, ctx, view: str) -> None:
+        """Bands and signatures of the documents this run keeps, for a later run's ``against``."""
+        con, folder = ctx.con, ctx.lay.dedup
+        os.makedirs(folder, exist_ok=True)
+        for name, query in (
+                (BANDS_FILE, f"SELECT id, generate_subscripts(minhash_bands, 1) AS band, unnest(minhash_bands) AS h "
+                             f"FROM {view} WHERE minhash_bands IS NOT NULL ORDER BY band, h, id"),
+                (SIGS_FILE, f"SELECT id, minhash_sig AS sig FROM {view} WHERE minhash_sig IS NOT NULL ORDER BY id")):
+            path = os.path.join(folder, name)
+            con.execute(f"COPY ({query}) TO {_sql_path(path + '.tmp')} (FORMAT parquet, COMPRESSION zstd)")
+            os.replace(path + ".tmp", path)
+        write_json_atomic(self.params_record(), os.path.join(folder, PARAMS_FILE))
+
+
+def _list_array(matrix: np.ndarray, present: np.ndarray, typ: pa.DataType) -> pa.ListArray:
+    """Rows of ``matrix`` as a list column; null where ``present`` is False."""
+    n, width = matrix.shape
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.where(present, width, 0), out=offsets[1:])
+    values = pa.array(matrix[present].reshape(-1), typ)
+    return pa.ListArray.from_arrays(pa.array(offsets), values, mask=pa.array(~present))
+
+
+def _sig_matrix(column, num_perm: int) -> np.ndarray:
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    flat = pc.list_flatten(column).to_numpy(zero_copy_only=False)
+    return flat.reshape(-1, num_perm)
+
+
+def connected_components(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Component label (the smallest member index) of each of ``n`` nodes joined by edges ``u``–``v``:
+    min-label propagation with pointer jumping, vectorised."""
+    labels = np.arange(n, dtype=np.int64)
+    if len(u) == 0:
+        return labels
+    while True:
+        lo = np.minimum(labels[u], labels[v])
+        before = labels.copy()
+        np.minimum.at(labels, u, lo)
+        np.minimum.at(labels, v, lo)
+        while True:  # pointer jumping: a label's own label, until stable
+            jumped = labels[labels]
+            if np.array_equal(jumped, labels):
+                break
+            labels = jumped
+        if np.array_equal(labels, before):
+            return labels
