@@ -143,13 +143,17 @@ def test_default_pipeline_on_sample_data(tmp_path, sample_data):
         assert run_cli("verify", out).returncode == 0
         outs.append(out)
     summary = json.loads((outs[0] / "stats" / "summary.json").read_text())
-    assert (summary["input_records"], summary["kept"], summary["removed"]) == (1686, 1093, 593)
+    assert (summary["input_records"], summary["kept"], summary["removed"]) == (1686, 1090, 596)
     assert summary["removed_by_stage"] == {
         "langid": 46, "garbled": 2, "repetition_runs": 1, "long_tokens": 1, "gopher_quality": 262,
-        "gopher_repetition": 191, "fineweb_quality": 55, "c4": 29, "exact_dedup": 6}
+        "gopher_repetition": 191, "fineweb_quality": 55, "c4": 29, "exact_dedup": 6, "minhash_dedup": 3}
     assert summary["by_source"]["code"] == {"input": 220, "kept": 220, "removed": 0}
     assert summary["by_source"]["wiki"] == {"input": 300, "kept": 300, "removed": 0}
     assert folder_bytes(outs[0], *OUTPUTS) == folder_bytes(outs[1], *OUTPUTS)
+    # the data-juicer dedup demo's near-identical pairs, each reduced to its longest member
+    clusters = pq.read_table(outs[0] / "dedup" / "clusters.parquet").to_pylist()
+    assert sorted((c["cluster"].rsplit("-", 1)[1], c["id"].rsplit("-", 1)[1]) for c in clusters
+                  if not c["is_representative"]) == [("10", "9"), ("13", "12"), ("7", "8")]
     # every removal names its stage, rule, reason and deciding value (duplicates: the kept id instead)
     for row in pq.read_table(outs[0] / "rejected").to_pylist():
         assert row["stage"] and row["rule"] and row["reason"]
