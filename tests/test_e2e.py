@@ -153,7 +153,7 @@ def test_default_pipeline_on_sample_data(tmp_path, sample_data):
     # the data-juicer dedup demo's near-identical pairs, each reduced to its longest member
     clusters = pq.read_table(outs[0] / "dedup" / "clusters.parquet").to_pylist()
     assert sorted((c["cluster"].rsplit("-", 1)[1], c["id"].rsplit("-", 1)[1]) for c in clusters
-                  if not c["is_representative"]) == [("10", "9"), ("13", "12"), ("7", "8")]
+                  if not c["is_representative"]) == [("10", "9"), ("12", "13"), ("7", "8")]  # best quality kept
     # every removal names its stage, rule, reason and deciding value (duplicates: the kept id instead)
     for row in pq.read_table(outs[0] / "rejected").to_pylist():
         assert row["stage"] and row["rule"] and row["reason"]

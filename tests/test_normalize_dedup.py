@@ -88,7 +88,7 @@ def test_pipeline_processes_a_batch_outside_any_run():
 def test_pipeline_from_config_and_unknown_stage():
     cfg = dataclean.resolve_config()
     names = [s.name for s in dataclean.Pipeline.from_config(cfg).stages]
-    assert names[0] == "normalize" and names[-2:] == ["exact_dedup", "minhash_dedup"]
+    assert names[0] == "normalize" and names[-3:] == ["exact_dedup", "minhash_dedup", "quality_filter"]
     with pytest.raises(dataclean.ConfigError, match="unknown stage 'gopher'"):
         dataclean.resolve_config({"pipeline": [{"stage": "gopher"}]})
 

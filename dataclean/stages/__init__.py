@@ -9,11 +9,13 @@ from dataclean.stages.garbled import Garbled
 from dataclean.stages.gopher import GopherQuality, GopherRepetition
 from dataclean.stages.lists import WordLists
 from dataclean.stages.normalize import Normalize
+from dataclean.stages.quality import QualityScore
+from dataclean.stages.quality_filter import QualityFilter
 from dataclean.stages.runs import LongTokens, RepetitionRuns
 from dataclean.stages.spam import SeoSpam
 
 STAGE_CLASSES = (Normalize, LangID, Garbled, RepetitionRuns, LongTokens, GopherRepetition, GopherQuality, SeoSpam,
-                 WordLists, C4, FineWebQuality, ExactDedup, MinHashDedup)
+                 WordLists, C4, FineWebQuality, QualityScore, ExactDedup, MinHashDedup, QualityFilter)
 REGISTRY: dict[str, type[Stage]] = {cls.kind: cls for cls in STAGE_CLASSES}
 
 __all__ = ["Check", "Decisions", "RuleSpec", "Stage", "StageResult", "with_columns", "content_hash",

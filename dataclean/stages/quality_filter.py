@@ -1,0 +1,108 @@
+"""Filtering on the quality score, decided over the whole corpus in the global step.
+
+Two modes, per source or for all:
+
+* ``threshold``: remove documents whose ``quality_score`` is below it;
+* ``top_fraction``: keep the best ``top_fraction`` of each source's documents. The documents of a source are
+  ranked by score (highest first; equal scores by id, so the cut is exact and deterministic) and the first
+  ``ceil(top_fraction * n)`` are kept. The ranking runs in DuckDB over every pass-1 survivor of the source,
+  so the cut-off depends neither on shard order nor on the number of workers.
+
+A document without a score (a source the scorer skips, e.g. code) is never removed here. Removed documents
+carry their score as ``value`` and the cut-off as ``threshold``; the cut-off of every source is written to
+``stats/quality_cutoffs.parquet``.
+"""
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+
+from dataclean.io.writers import atomic_write_table
+from dataclean.stages.base import RuleSpec, Stage, StageResult
+
+
+class QualityFilter(Stage):
+    kind = "quality_filter"
+    is_global = True
+    signal_fields: list = []
+    global_columns = ("source",)
+    rule_specs = [
+        RuleSpec("quality_below_threshold", "quality_score", ("threshold",), "min", "absolute cut-off"),
+        RuleSpec("quality_below_top_fraction", "quality_score", ("top_fraction",), "min",
+                 "outside the best top_fraction of its source"),
+    ]
+
+    def __init__(self, threshold: float | None = None, top_fraction: float | None = None,
+                 by_source: dict | None = None, score_column: str = "quality_score", name: str | None = None):
+        super().__init__(name)
+        self.threshold, self.top_fraction = threshold, top_fraction
+        self.score_column = score_column
+        self.by_source = dict(by_source or {})
+        self._check(threshold, top_fraction, "")
+        for source, rule in self.by_source.items():
+            if not isinstance(rule, dict) or set(rule) - {"threshold", "top_fraction"}:
+                raise ValueError(f"quality_filter.by_source.{source}: expected {{threshold: x}} or {{top_fraction: x}}")
+            self._check(rule.get("threshold"), rule.get("top_fraction"), f".by_source.{source}")
+        self.global_columns = ("source", score_column)
+
+    @staticmethod
+    def _check(threshold, fraction, where: str) -> None:
+        if threshold is not None and fraction is not None:
+            raise ValueError(f"quality_filter{where}: give threshold or top_fraction, not both")
+        if threshold is not None and not 0.0 <= float(threshold) <= 1.0:
+            raise ValueError(f"quality_filter{where}.threshold must be in [0, 1]")
+        if fraction is not None and not 0.0 < float(fraction) <= 1.0:
+            raise ValueError(f"quality_filter{where}.top_fraction must be in (0, 1]")
+
+    def apply(self, batch: pa.RecordBatch) -> StageResult:
+        return StageResult(batch)  # nothing to compute in pass 1: the scorer stage made the score
+
+    def _rules(self, sources: list[str]) -> dict[str, tuple[str, float]]:
+        out = {}
+        for source in sources:
+            rule = self.by_source.get(source, {"threshold": self.threshold, "top_fraction": self.top_fraction})
+            if rule.get("top_fraction") is not None:
+                out[source] = ("top_fraction", float(rule["top_fraction"]))
+            elif rule.get("threshold") is not None:
+                out[source] = ("threshold", float(rule["threshold"]))
+        return out
+
+    def global_decide(self, ctx, view: str) -> None:
+        con, col = ctx.con, self.score_column
+        if col not in ctx.columns:
+            raise ValueError(f"quality_filter: the pipeline has no {col!r} column (add a quality_score stage before it)")
+        sources = [r[0] for r in con.sql(f"SELECT DISTINCT source FROM {view} ORDER BY 1").fetchall()]
+        rules = self._rules(sources)
+        rows = []
+        for source, (mode, x) in rules.items():
+            src = source.replace("'", "''")
+            n = con.sql(f"SELECT count(*) FROM {view} WHERE source = '{src}' AND {col} IS NOT NULL").fetchall()[0][0]
+            if mode == "threshold":
+                cutoff = x
+                con.execute(f"""
+                    INSERT INTO removals
+                    SELECT doc_key, '{self.name}', 'quality_below_threshold', 'low_quality', {col}, {x},
+                           'score below the threshold of source {src}', NULL
+                    FROM {view} WHERE source = '{src}' AND {col} < {x}""")
+            else:
+                keep = -(-int(round(x * n * 1e9)) // 10**9) if n else 0  # ceil(x * n), robust to float noise
+                con.execute(f"""
+                    CREATE OR REPLACE TEMP TABLE qf_rank AS
+                    SELECT doc_key, {col} AS score,
+                           row_number() OVER (ORDER BY {col} DESC, id ASC) AS rk
+                    FROM {view} WHERE source = '{src}' AND {col} IS NOT NULL""")
+                got = con.sql(f"SELECT min(score) FROM qf_rank WHERE rk <= {keep}").fetchall()[0][0]
+                cutoff = float(got) if got is not None else None
+                con.execute(f"""
+                    INSERT INTO removals
+                    SELECT doc_key, '{self.name}', 'quality_below_top_fraction', 'low_quality', score,
+                           {cutoff if cutoff is not None else 'NULL'},
+                           'outside the best {x:g} of source {src} ({keep} of {n} kept)', NULL
+                    FROM qf_rank WHERE rk > {keep}""")
+                con.execute("DROP TABLE qf_rank")
+            rows.append({"source": source, "mode": mode, "parameter": x, "cutoff": cutoff, "scored_documents": n})
+        table = pa.Table.from_pylist(rows, schema=pa.schema([("source", pa.string()), ("mode", pa.string()),
+                                                             ("parameter", pa.float64()), ("cutoff", pa.float64()),
+                                                             ("scored_documents", pa.int64())]))
+        atomic_write_table(table, os.path.join(ctx.lay.stats, "quality_cutoffs.parquet"))
