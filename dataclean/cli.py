@@ -102,5 +102,13 @@ def rules(config_path, fmt) -> None:
     Console(width=200).print(table)
 
 
+def _attach_quality() -> None:
+    from dataclean.quality.cli import quality
+
+    main.add_command(quality)
+
+
+_attach_quality()
+
 if __name__ == "__main__":
     main()
