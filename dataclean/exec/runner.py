@@ -196,6 +196,8 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
         failed = [p1[i] for i in sorted(p1) if p1[i]["status"] != "ok"]
         ok_tasks = [i for i in sorted(p1) if p1[i]["status"] == "ok"]
         timings["pass1"] = round(time.time() - t0, 3)
+        if executor is None:
+            ex.close()  # idle workers would hold their memory through the global step; pass 2 starts new ones
 
         # -- global step ------------------------------------------------------------------------------
         t0 = time.time()

@@ -72,15 +72,19 @@ def _print_table(*renderables) -> None:
               help="Characters of each document used for features.")
 @click.option("--C", "C", default=4.0, show_default=True, type=click.FloatRange(0.0, min_open=True),
               help="Inverse L2 regularization strength of the logistic regression.")
+@click.option("--add-good-lines", is_flag=True,
+              help="Also train on one line (20-300 characters) of every good training document, so that short "
+                   "clean text is not learned as bad when the bad documents are the short ones.")
 @click.option("--threshold", default=0.5, show_default=True, type=float, help="Threshold for precision/recall.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def train(positives, negatives, output, text_column, id_column, lang_column, holdout, seed, max_docs, max_chars,
-          C, threshold, fmt) -> None:
+          C, add_good_lines, threshold, fmt) -> None:
     """Train a linear classifier of good (--positive) vs bad (--negative) documents; write it to OUTPUT."""
     import numpy as np
+    import pyarrow as pa
 
     from dataclean.quality.evaluate import evaluate_scores, holdout_mask
-    from dataclean.quality.linear import HashingParams, train as train_model
+    from dataclean.quality.linear import HashingParams, document_lines, train as train_model
 
     read = dict(text_column=text_column, id_column=id_column, lang_column=lang_column, max_docs=max_docs, seed=seed)
     pos, bad_pos = _read(positives, "positive", **read)
@@ -91,15 +95,21 @@ def train(positives, negatives, output, text_column, id_column, lang_column, hol
     neg_out = holdout_mask(neg.column("id"), seed, holdout)
     if pos_out.all() or neg_out.all():
         _fail("the holdout took every document of a class; lower --holdout or add documents")
+    good = pos.column("text").filter(~pos_out)
+    lines = []
+    if add_good_lines:
+        lines = document_lines(good, pos.column("id").filter(~pos_out), seed=seed)
+        good = pa.chunked_array(good.chunks + [pa.array(lines, pa.string())], pa.string())
     t0 = time.perf_counter()
-    model, _ = train_model(pos.column("text").filter(~pos_out), neg.column("text").filter(~neg_out),
-                           params=HashingParams(max_chars=max_chars), C=C, seed=seed)
+    model, _ = train_model(good, neg.column("text").filter(~neg_out), params=HashingParams(max_chars=max_chars),
+                           C=C, seed=seed)
     seconds = time.perf_counter() - t0
     metrics = model.metrics
     metrics.update({
         "inputs": {"positive": list(positives), "negative": list(negatives)},
         "n_read_pos": pos.num_rows, "n_read_neg": neg.num_rows, "bad_records_skipped": bad_pos + bad_neg,
-        "holdout_fraction": holdout, "seed": seed, "max_docs": max_docs, "train_seconds": round(seconds, 3),
+        "holdout_fraction": holdout, "seed": seed, "max_docs": max_docs, "extra_good_lines": len(lines),
+        "train_seconds": round(seconds, 3),
         "n_holdout_pos": int(pos_out.sum()), "n_holdout_neg": int(neg_out.sum())})
     if pos_out.any() or neg_out.any():
         texts = pos.column("text").filter(pos_out).to_pylist() + neg.column("text").filter(neg_out).to_pylist()
@@ -118,7 +128,8 @@ def train(positives, negatives, output, text_column, id_column, lang_column, hol
         return
     click.echo(f"read {pos.num_rows} good and {neg.num_rows} bad documents"
                + (f" ({bad_pos + bad_neg} unusable records skipped)" if bad_pos + bad_neg else ""))
-    click.echo(f"train: {metrics['n_train_pos']} good + {metrics['n_train_neg']} bad; holdout {holdout:g} "
+    extra = f" (incl. {len(lines)} lines of good documents)" if add_good_lines else ""
+    click.echo(f"train: {metrics['n_train_pos']} good{extra} + {metrics['n_train_neg']} bad; holdout {holdout:g} "
                f"(seed {seed}): {metrics['n_holdout_pos']} good + {metrics['n_holdout_neg']} bad")
     click.echo(f"trained in {seconds:.1f} s (features {metrics['featurize_seconds']:.1f} s, fit "
                f"{metrics['fit_seconds']:.1f} s); {metrics['n_weights']} non-zero weights; "

@@ -9,15 +9,16 @@ Features. A document is truncated to ``max_chars`` characters and lower-cased; t
 
 Each n-gram is hashed into ``2 ** n_features_log2`` buckets (default 2^20): words with 64-bit xxh3 of their
 UTF-8 bytes, characters with a polynomial of their code points; both then pass through the murmur3
-finalizer with a seed per n-gram kind, so word and character n-grams of the same text do not collide by
-construction. There is no vocabulary to fit or to store: the model is one weight vector. The value of
-bucket ``f`` in document ``d`` is ``count(d, f) / sqrt(n_grams(d))``, so the score of a document is
-``sigmoid(b + sum of the weights of its n-grams / sqrt(their number))``: it needs no per-document
-sorting, it is computed with one gather and one ``np.bincount``, and a document's score does not depend on
-the batch it is scored in.
+finalizer with a seed of its own per n-gram kind and length, so the word "the" and the character trigram
+"the" land in unrelated buckets (they meet only by chance, like any two n-grams). There is no vocabulary
+to fit or to store: the model is one weight vector. The value of bucket ``f`` in document ``d`` is
+``count(d, f) / sqrt(n_grams(d))``, so the score of a document is ``sigmoid(b + sum of the weights of its
+n-grams / sqrt(their number))``: it needs no per-document sorting, it is computed with one gather and one
+``np.bincount``, and a document's score does not depend on the batch it is scored in.
 
-Why not scikit-learn's ``HashingVectorizer``: it builds every character n-gram as a Python string; on bench
-shard 0 it ran at about 2,300 documents/s with these settings, this featurizer at several times that (see
+Why not scikit-learn's ``HashingVectorizer``: it builds every character n-gram as a Python string. On the
+first 3,000 documents of bench shard 0 it computed these features (word 1-2 + char 2-4, 10,000 characters)
+at 3,700 documents/s; this module computes them *and* the score at 20,000 documents/s (one core,
 ``benchmarks/quality_auc.py``). The classifier itself is scikit-learn's logistic regression (liblinear, L2,
 balanced class weights).
 
@@ -45,7 +46,7 @@ from dataclean.text.tokenize import words_batch
 FORMAT = "dataclean-linear-quality"
 FORMAT_VERSION = 1
 #: A fixed text whose hashed features are stored in every model and compared on load.
-PROBE_TEXT = "The quick brown fox doesn't jump. 数据清洗很重要，质量第一！ カタカナとひらがな 2024 ✓"
+PROBE_TEXT = "The quick brown fox doesn't jump. 数据清洗很重要，质量第一！ カタカナとひらがな 2024 ✓"  # noqa: E501
 #: Featurize at most this many characters at once (bounds the temporary arrays to ~100 MB).
 CHUNK_CHARS = 1 << 21
 
@@ -394,7 +395,8 @@ def train(pos_texts, neg_texts, *, params: HashingParams | None = None, C: float
 
     Logistic regression (scikit-learn, liblinear, L2 with inverse strength ``C``, classes weighted to
     balance). Returns the model and the training metrics (sizes, seconds, AUC on the training set); the
-    metrics are also stored in ``model.metrics``.
+    metrics are also stored in ``model.metrics``. The model learns whatever separates the two sets, source
+    style and length included: ``benchmarks/quality_auc.py`` measures how much.
     """
     from sklearn.linear_model import LogisticRegression
 
@@ -424,6 +426,29 @@ def train(pos_texts, neg_texts, *, params: HashingParams | None = None, C: float
     return model, metrics
 
 
+def document_lines(texts, ids, *, seed: int = 0, min_chars: int = 20, max_chars: int = 300) -> list[str]:
+    """One line (stripped, ``min_chars`` to ``max_chars`` characters) of each document that has one, chosen
+    by a hash of its id and ``seed``.
+
+    Added to the good training documents, these teach the model that a short text can be good: trained on
+    long good documents and short bad ones only, it learns "short = bad" (on the bench corpus a clean line
+    of Wikipedia or documentation then scores like a one-line chat message; ``benchmarks/quality_auc.py``).
+    """
+    from dataclean.quality.evaluate import id_hash_unit
+
+    texts = _string_array(texts).to_pylist()
+    ids = _string_array(ids).to_pylist()
+    if len(texts) != len(ids):
+        raise ValueError(f"{len(texts)} texts but {len(ids)} ids")
+    picks = id_hash_unit(ids, seed, "line")
+    out = []
+    for text, u in zip(texts, picks):
+        lines = [s for s in (line.strip() for line in text.split("\n")) if min_chars <= len(s) <= max_chars]
+        if lines:
+            out.append(lines[int(u * len(lines))])
+    return out
+
+
 def _dataclean_version() -> str:
     try:
         from importlib.metadata import version
@@ -444,4 +469,4 @@ def load(path: str | os.PathLike) -> LinearQualityModel:
 
 
 __all__ = ["LinearQualityModel", "HashingParams", "ModelFileError", "train", "load", "hashed_ngrams",
-           "feature_matrix", "probe_digest", "FORMAT", "FORMAT_VERSION"]
+           "feature_matrix", "probe_digest", "document_lines", "FORMAT", "FORMAT_VERSION"]
