@@ -162,6 +162,14 @@ class Stage:
         return f"{type(self).__name__}({args})"
 
 
+def batch_text(batch: pa.RecordBatch) -> pa.Array:
+    """The ``text`` column as one string array, nulls as empty strings (what every rule measures)."""
+    text = batch.column("text")
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
+    return pc.fill_null(text.cast(pa.string()), "")
+
+
 def with_columns(batch: pa.RecordBatch, columns: dict[str, pa.Array]) -> pa.RecordBatch:
     """Return ``batch`` with ``columns`` set (replaced in place when they exist, appended otherwise)."""
     for name, arr in columns.items():

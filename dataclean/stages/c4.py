@@ -73,7 +73,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, with_columns
+from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, batch_text, with_columns
 from dataclean.text import lines_batch
 from dataclean.text.tokenize import ISOLATE
 
@@ -185,10 +185,7 @@ class C4(Stage):
 
     # -- the stage ------------------------------------------------------------------------------------
     def apply(self, batch: pa.RecordBatch) -> StageResult:
-        text = batch.column("text")
-        if isinstance(text, pa.ChunkedArray):
-            text = text.combine_chunks()
-        text = pc.fill_null(text.cast(pa.string()), "")
+        text = batch_text(batch)
         n = len(text)
 
         source_text, unwrapped = join_wrapped_lines(text) if self.unwrap_lines else (text, np.zeros(n, np.int64))

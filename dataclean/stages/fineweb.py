@@ -79,7 +79,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, with_columns
+from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, batch_text, with_columns
 from dataclean.stages.c4 import check_per_lang, count_words, join_wrapped_lines, lang_groups, lang_numbers
 from dataclean.text import lines_batch
 from dataclean.text.tokenize import HAN, HIRAGANA, KATAKANA
@@ -209,10 +209,7 @@ class FineWebQuality(Stage):
                     raise ValueError(f"fineweb_quality.{code}{key} must be a non-negative number or null")
 
     def apply(self, batch: pa.RecordBatch) -> StageResult:
-        text = batch.column("text")
-        if isinstance(text, pa.ChunkedArray):
-            text = text.combine_chunks()
-        text = pc.fill_null(text.cast(pa.string()), "")
+        text = batch_text(batch)
         n = len(text)
 
         if self.unwrap_lines:  # the statistics are measured on unwrapped lines; the text is not changed

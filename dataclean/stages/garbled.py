@@ -85,7 +85,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, with_columns
+from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, batch_text, with_columns
 from dataclean.text.tokenize import HAN, words_batch
 
 REPLACEMENT_RE2 = r"\x{fffd}"
@@ -476,10 +476,7 @@ class Garbled(Stage):
         self.set_by_lang(by_lang)
 
     def apply(self, batch: pa.RecordBatch) -> StageResult:
-        text = batch.column("text")
-        if isinstance(text, pa.ChunkedArray):
-            text = text.combine_chunks()
-        text = pc.fill_null(text.cast(pa.string()), "")
+        text = batch_text(batch)
         n = len(text)
         length = pc.utf8_length(text).to_numpy(zero_copy_only=False).astype(np.int64)
         denom = np.maximum(length, 1).astype(np.float64)

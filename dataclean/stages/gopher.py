@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, with_columns
+from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, batch_text, with_columns
 from dataclean.text import WORDS_COLUMN, batch_words, lines_batch
 
 #: Gopher's required English words (appendix A.1.1).
@@ -233,9 +233,7 @@ class GopherQuality(Stage):
         self.set_by_lang(by_lang)
 
     def apply(self, batch: pa.RecordBatch) -> StageResult:
-        texts = pc.fill_null(batch.column("text").cast(pa.string()), "")
-        if isinstance(texts, pa.ChunkedArray):
-            texts = texts.combine_chunks()
+        texts = batch_text(batch)
         words = _Words(batch_words(batch))
         n_words = words.count
         chars = words.per_doc(words.length)
@@ -540,9 +538,7 @@ class GopherRepetition(Stage):
         self.set_by_lang(by_lang)
 
     def apply(self, batch: pa.RecordBatch) -> StageResult:
-        texts = pc.fill_null(batch.column("text").cast(pa.string()), "")
-        if isinstance(texts, pa.ChunkedArray):
-            texts = texts.combine_chunks()
+        texts = batch_text(batch)
         n = len(texts)
         line_frac, line_chars = _dup_fracs(lines_batch(texts), n)
         para_frac, para_chars = _dup_fracs(pc.split_pattern_regex(texts, r"\n[ \t\x{3000}]*\n\s*"), n)

@@ -75,7 +75,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, with_columns
+from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, batch_text, with_columns
 
 MAX_UNIT_CHARS = 8
 MAX_UNIT_BYTES = 4 * MAX_UNIT_CHARS
@@ -226,10 +226,7 @@ class RepetitionRuns(Stage):
         self.set_by_lang(by_lang)
 
     def apply(self, batch: pa.RecordBatch) -> StageResult:
-        text = batch.column("text")
-        if isinstance(text, pa.ChunkedArray):
-            text = text.combine_chunks()
-        text = pc.fill_null(text.cast(pa.string()), "")
+        text = batch_text(batch)
         n = len(text)
         length = pc.utf8_length(text).to_numpy(zero_copy_only=False).astype(np.int64)
         chars = np.zeros(n, np.int64)
@@ -361,10 +358,7 @@ class LongTokens(Stage):
         self.set_by_lang(by_lang)
 
     def apply(self, batch: pa.RecordBatch) -> StageResult:
-        text = batch.column("text")
-        if isinstance(text, pa.ChunkedArray):
-            text = text.combine_chunks()
-        text = pc.fill_null(text.cast(pa.string()), "")
+        text = batch_text(batch)
         n = len(text)
         length = pc.utf8_length(text).to_numpy(zero_copy_only=False).astype(np.int64)
         longest = np.zeros(n, np.int64)
