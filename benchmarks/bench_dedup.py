@@ -692,6 +692,8 @@ def main(argv: list[str] | None = None) -> int:
         a.sizes = "20000" if a.sizes == "100000,all" else a.sizes
         a.scale_reps = 1
     a.sizes = [FULL_TILE if s.strip() == "all" else int(s) for s in a.sizes.split(",") if s.strip()]
+    if a.tmp:
+        os.makedirs(a.tmp, exist_ok=True)
 
     all_files = sorted(glob.glob(os.path.join(a.corpus, "*.parquet")))
     files = all_files[:a.limit_shards] if a.limit_shards else all_files
