@@ -79,7 +79,7 @@ class MinHashDedup(Stage):
                  char_ngram: int = 5, bands: int | None = None, rows: int | None = None,
                  false_positive_weight: float = 0.05, false_negative_weight: float = 0.95,
                  verify_pairs: bool = True, verify_with: str = "exact", min_similarity_to_rep: float | None = None,
-                 against: Sequence[str] | None = None, chunk_nodes: int = 50_000, name: str | None = None):
+                 against: Sequence[str] | None = None, chunk_nodes: int = 10_000, name: str | None = None):
         super().__init__(name)
         if not 0.0 < float(threshold) <= 1.0:
             raise ValueError(f"minhash_dedup.threshold must be in (0, 1], not {threshold!r}")
