@@ -60,7 +60,7 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 from bench_foundation import _dataclean_cmd, _du, _machine, _ratio  # noqa: E402  (same folder)
-from bench_rules import _dt_env, _venv_versions  # noqa: E402
+from bench_rules import _dt_env, _venv_versions, side_by_side  # noqa: E402
 
 DEFAULT_CORPUS = os.path.normpath(os.path.join(REPO, "..", "shared", "corpus", "bench"))
 DEFAULT_CONFIG = os.path.join(HERE, "configs", "dedup.yaml")
@@ -199,21 +199,7 @@ def _side_summary(name: str, runs: list, stats) -> dict:
 
 
 def _fmt_speed(header: str, dc: dict, dt: dict, paired: float, cdc: dict | None, cdt: dict | None) -> str:
-    rows = [
-        ("docs/s", "{:,.0f}", "docs_per_s"),
-        ("MB/s (text)", "{:,.3f}", "mb_per_s"),
-        ("wall s (median)", "{:.2f}", "wall_s_median"),
-        ("CPU s (median)", "{:.2f}", "cpu_s_median"),
-        ("peak RSS MiB (tree, max)", "{:,.0f}", "peak_rss_mib_max"),
-        ("peak PSS MiB (tree, max)", "{:,.0f}", "peak_pss_mib_max"),
-    ]
-    w0 = max(len(r[0]) for r in rows)
-    out = [header,
-           f"{'':<{w0}}  {'dataclean':>12}  {'datatrove':>12}  {'dc/dt':>8}",
-           f"{'-' * w0}  {'-' * 12}  {'-' * 12}  {'-' * 8}"]
-    for label, fmt, key in rows:
-        out.append(f"{label:<{w0}}  {fmt.format(dc[key]):>12}  {fmt.format(dt[key]):>12}  "
-                   f"{_ratio(dc[key], dt[key]):>8.2f}")
+    out = side_by_side(header, dc, dt)
 
     def cnt(c, key):
         return f"{c[key]:,}" if c else "n/a"

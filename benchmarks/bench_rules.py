@@ -212,7 +212,8 @@ def _side_summary(name: str, runs: list, stats) -> dict:
     }
 
 
-def _fmt_table(header: str, dc: dict, dt: dict, paired: float) -> str:
+def side_by_side(header: str, dc: dict, dt: dict) -> list[str]:
+    """The header and the dataclean | datatrove | ratio rows shared by the datatrove comparisons."""
     rows = [
         ("docs/s", "{:,.0f}", "docs_per_s"),
         ("MB/s (text)", "{:,.3f}", "mb_per_s"),
@@ -228,6 +229,11 @@ def _fmt_table(header: str, dc: dict, dt: dict, paired: float) -> str:
     for label, fmt, key in rows:
         out.append(f"{label:<{w0}}  {fmt.format(dc[key]):>12}  {fmt.format(dt[key]):>12}  "
                    f"{_ratio(dc[key], dt[key]):>8.2f}")
+    return out
+
+
+def _fmt_table(header: str, dc: dict, dt: dict, paired: float) -> str:
+    out = side_by_side(header, dc, dt)
     speed = _ratio(dc["docs_per_s"], dt["docs_per_s"])
     out.append(f"speed-up dataclean/datatrove (docs/s): {speed:.1f}x (goal >= 20x: "
                f"{'met' if speed >= 20 else 'NOT met' if speed == speed else 'n/a'}); median of per-rep "
