@@ -30,12 +30,15 @@ def main() -> None:
 @click.option("--default-source", help="Source of records that have none (input.default_source).")
 @click.option("--dedup-against", "dedup_against", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Also remove near-duplicates of the documents an earlier run (its output folder) kept.")
+@click.option("--mixture", help="Mixture recipe (YAML path, or a name under rules/mixtures/): sample the cleaned "
+                                "sources to a token budget (config key `mixture`).")
 def run(inputs, output, config_path, workers, fresh, quiet, text_column, id_column, source_column,
-        default_source, dedup_against) -> None:
+        default_source, dedup_against, mixture) -> None:
     """Clean INPUTS (files, folders or globs of .parquet/.jsonl[.gz|.zst]) into OUTPUT."""
     overrides = {k: v for k, v in {
         "input.columns.text": text_column, "input.columns.id": id_column,
-        "input.columns.source": source_column, "input.default_source": default_source}.items() if v is not None}
+        "input.columns.source": source_column, "input.default_source": default_source,
+        "mixture": mixture}.items() if v is not None}
     try:
         summary = run_pipeline(list(inputs), output, config=config_path, workers=workers, fresh=fresh,
                                quiet=quiet, overrides=overrides, dedup_against=list(dedup_against))
@@ -48,6 +51,12 @@ def run(inputs, output, config_path, workers, fresh, quiet, text_column, id_colu
                f"({summary.seconds:.1f} s)")
     for stage, n in summary.removed_by_stage.items():
         click.echo(f"  removed by {stage}: {n}")
+    for row in summary.mixture:
+        click.echo(f"  mixture {row['source']}: {row['achieved_tokens']:,} of {row['target_tokens']:,} target tokens "
+                   f"(weight {row['achieved_weight']:.3f} vs {row['target_weight']:.3f}, "
+                   f"{row['epochs_used']:.2f} epochs)")
+        if row.get("warning"):
+            click.echo(f"  warning: mixture {row['source']}: {row['warning']}", err=True)
     click.echo(f"cleaned data: {output}/data/   ledger: {output}/rejected/   stats: {output}/stats/summary.json")
     if not summary.verified:
         click.echo("error: the output failed verification (see above)", err=True)

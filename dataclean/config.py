@@ -90,8 +90,33 @@ def resolve_config(user: dict | str | os.PathLike | None = None, overrides: dict
             cur = cur.setdefault(p, {})
         cur[parts[-1]] = value
         cfg = _merge(cfg, patch, "")
+    cfg["mixture"] = resolve_mixture(cfg.get("mixture"))
     validate(cfg)
     return cfg
+
+
+def resolve_mixture(value: Any) -> dict | None:
+    """The mixture recipe as a mapping: a path is read here, so the config hash covers the recipe's content."""
+    from dataclean.mixture import RecipeError, parse_recipe, recipe_search_paths
+
+    if value is None or (isinstance(value, dict) and value.get("recipe_path")):
+        return value
+    if isinstance(value, str):
+        for path in recipe_search_paths(value, str(rules_dir())):
+            if os.path.isfile(path):
+                data = load_yaml(path)
+                data["recipe_path"] = os.path.abspath(path)
+                value = data
+                break
+        else:
+            raise ConfigError(f"mixture: recipe {value!r} not found (looked as given and under rules/mixtures/)")
+    if not isinstance(value, dict):
+        raise ConfigError(f"mixture: expected a recipe path or mapping, got {type(value).__name__}")
+    try:
+        parse_recipe(value, value.get("recipe_path"))
+    except RecipeError as exc:
+        raise ConfigError(str(exc)) from None
+    return value
 
 
 def validate(cfg: dict) -> None:

@@ -42,6 +42,9 @@ class Pipeline:
     @classmethod
     def from_config(cls, config: dict) -> "Pipeline":
         stages = [build_stage(spec) for spec in config["pipeline"]]
+        if config.get("mixture"):
+            from dataclean.stages.mixture import Mixture
+            stages.append(Mixture(config["mixture"]))
         return cls(stages, keep_rejected_text=config["output"]["rejected_text"])
 
     # -- schemas ------------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@ Written to ``stats/``:
 
 * ``removed.parquet``: documents, characters and estimated tokens removed per stage × rule × reason ×
   source × language;
-* ``kept.parquet``: the same for kept documents per source × language;
+* ``kept.parquet``: the same for kept documents per source × language, plus ``output_docs`` /
+  ``output_tokens``, which also count the extra epochs a mixture recipe repeats;
+* ``mixture.parquet`` (with a recipe; written by the global step): target vs achieved tokens per source;
 * ``funnel.parquet``: per source and stage (in pipeline order), what went in and what came out; "in" at a
   stage is everything kept plus everything removed at that stage or later, so the first stage's "in" is
   the input;
@@ -16,8 +18,10 @@ from __future__ import annotations
 import os
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from dataclean.audit.tables import connect
+from dataclean.audit.verify import original_rows_filter
 from dataclean.io.writers import atomic_write_table, write_json_atomic
 
 
@@ -28,13 +32,16 @@ def write_stats(out: str, stage_order: list[str], pass1: list[dict]) -> dict:
         SELECT stage, rule, reason, source, coalesce(lang, 'unknown') AS lang, count(*) AS docs,
                sum(coalesce(n_chars, 0))::BIGINT AS chars, sum(coalesce(n_tokens, 0))::BIGINT AS tokens
         FROM removed GROUP BY ALL ORDER BY stage, rule, reason, source, lang""").to_arrow_table()
-    kept = con.sql("""
-        SELECT source, coalesce(lang, 'unknown') AS lang, count(*) AS docs, sum(n_chars)::BIGINT AS chars,
-               sum(n_tokens)::BIGINT AS tokens
+    orig = original_rows_filter(con)  # a mixture's repeated copies are output rows, not records
+    kept = con.sql(f"""
+        SELECT source, coalesce(lang, 'unknown') AS lang, count(*) FILTER (WHERE {orig}) AS docs,
+               coalesce(sum(n_chars) FILTER (WHERE {orig}), 0)::BIGINT AS chars,
+               coalesce(sum(n_tokens) FILTER (WHERE {orig}), 0)::BIGINT AS tokens,
+               count(*) AS output_docs, sum(n_tokens)::BIGINT AS output_tokens
         FROM kept GROUP BY ALL ORDER BY source, lang""").to_arrow_table()
-    per_file = {r[0]: r[1:] for r in con.sql("""
+    per_file = {r[0]: r[1:] for r in con.sql(f"""
         SELECT origin_file, sum(k), sum(r), sum(b) FROM (
-            SELECT origin_file, count(*) AS k, 0 AS r, 0 AS b FROM kept GROUP BY ALL
+            SELECT origin_file, count(*) AS k, 0 AS r, 0 AS b FROM kept WHERE {orig} GROUP BY ALL
             UNION ALL
             SELECT origin_file, 0, count(*), count(*) FILTER (WHERE reason = 'bad_record') FROM removed GROUP BY ALL)
         GROUP BY origin_file""").fetchall()}
@@ -55,6 +62,9 @@ def write_stats(out: str, stage_order: list[str], pass1: list[dict]) -> dict:
     atomic_write_table(inputs, os.path.join(folder, "inputs.parquet"))
 
     summary = _summary(removed, kept, stage_order, pass1)
+    mixture = os.path.join(folder, "mixture.parquet")
+    if os.path.exists(mixture):  # written by the mixture stage in the global step
+        summary["mixture"] = pq.read_table(mixture).to_pylist()
     write_json_atomic(summary, os.path.join(folder, "summary.json"))
     return summary
 
@@ -121,6 +131,8 @@ def _summary(removed: pa.Table, kept: pa.Table, stages: list[str], pass1: list[d
         "bad_records": sum(p["bad_records"] for p in ok),
         "kept_chars": sum(kept.column("chars").to_pylist()),
         "kept_tokens": sum(kept.column("tokens").to_pylist()),
+        "output_docs": sum(kept.column("output_docs").to_pylist()),  # kept + a mixture's repeated copies
+        "output_tokens": sum(v or 0 for v in kept.column("output_tokens").to_pylist()),
         "stages": stages,
         "removed_by_stage": {s: by_stage[s] for s in stages if s in by_stage},
         "removed_by_rule": _sum_by(removed, ["stage", "rule"]) if removed.num_rows else {},

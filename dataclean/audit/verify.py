@@ -5,7 +5,7 @@ Checks, from the files on disk only:
 1. every input file that was read: records = kept + removed (by ``origin_file``);
 2. every source: input records = kept + removed;
 3. no record appears twice across data/ and rejected/ (by input file and row) — nothing doubled;
-4. no id appears twice in data/;
+4. no id appears twice in data/, and every repeated copy of a mixture (``mix_epoch > 0``) has its original;
 5. every data/ and rejected/ shard is readable in full.
 """
 from __future__ import annotations
@@ -17,6 +17,12 @@ from dataclasses import dataclass, field
 import pyarrow.parquet as pq
 
 from dataclean.audit.tables import connect, shard_files
+
+
+def original_rows_filter(con) -> str:
+    """SQL condition on ``kept`` selecting each input record once (not the extra epochs of a mixture)."""
+    cols = {r[0] for r in con.sql("DESCRIBE kept").fetchall()}
+    return "coalesce(mix_epoch, 0) = 0" if "mix_epoch" in cols else "true"
 
 
 @dataclass
@@ -47,16 +53,22 @@ def verify(out: str) -> VerifyReport:
         return VerifyReport(False, problems, files_checked=len(files))
 
     con = connect(out)
-    kept_by_file = dict(con.sql("SELECT origin_file, count(*) FROM kept GROUP BY 1").fetchall())
+    # a mixture recipe writes extra epochs of some documents (mix_epoch > 0): they are copies, not records
+    orig = original_rows_filter(con)
+    kept_by_file = dict(con.sql(f"SELECT origin_file, count(*) FROM kept WHERE {orig} GROUP BY 1").fetchall())
     removed_by_file = dict(con.sql("SELECT origin_file, count(*) FROM removed GROUP BY 1").fetchall())
-    kept_by_source = dict(con.sql("SELECT source, count(*) FROM kept GROUP BY 1").fetchall())
+    kept_by_source = dict(con.sql(f"SELECT source, count(*) FROM kept WHERE {orig} GROUP BY 1").fetchall())
     removed_by_source = dict(con.sql("SELECT source, count(*) FROM removed GROUP BY 1").fetchall())
-    doubled = con.sql("""SELECT origin_file, origin_row, count(*) AS n FROM (
-                           SELECT origin_file, origin_row FROM kept UNION ALL
+    doubled = con.sql(f"""SELECT origin_file, origin_row, count(*) AS n FROM (
+                           SELECT origin_file, origin_row FROM kept WHERE {orig} UNION ALL
                            SELECT origin_file, origin_row FROM removed) GROUP BY ALL HAVING count(*) > 1
                          ORDER BY ALL LIMIT 5""").fetchall()
     dup_ids = con.sql("SELECT id, count(*) FROM kept GROUP BY id HAVING count(*) > 1 ORDER BY id LIMIT 5").fetchall()
-    n_kept = con.sql("SELECT count(*) FROM kept").fetchall()[0][0]
+    orphans = con.sql(f"""SELECT id FROM kept c WHERE NOT ({orig}) AND NOT EXISTS (
+                            SELECT 1 FROM kept o WHERE ({orig.replace('mix_epoch', 'o.mix_epoch')})
+                              AND o.origin_file = c.origin_file AND o.origin_row = c.origin_row)
+                          ORDER BY id LIMIT 5""").fetchall()
+    n_kept = con.sql(f"SELECT count(*) FROM kept WHERE {orig}").fetchall()[0][0]
     n_removed = con.sql("SELECT count(*) FROM removed").fetchall()[0][0]
     con.close()
 
@@ -85,4 +97,6 @@ def verify(out: str) -> VerifyReport:
         problems.append(f"{f}#{r} appears {n} times across data/ and rejected/")
     for i, n in dup_ids:
         problems.append(f"id {i!r} appears {n} times in data/")
+    for (i,) in orphans:
+        problems.append(f"{i!r} is a repeated copy (mix_epoch > 0) of a document that is not in data/")
     return VerifyReport(not problems, problems, total_in, n_kept, n_removed, len(files))

@@ -54,5 +54,10 @@ class Layout:
     def removals(self) -> str:
         return self.p("_work", "global", "removals.parquet")
 
+    @property
+    def repeats(self) -> str:
+        """doc_key -> copies for documents a mixture recipe uses more than once."""
+        return self.p("_work", "global", "repeats.parquet")
+
     def data_prefix(self, task: int) -> str:
         return f"part-{task:05d}"

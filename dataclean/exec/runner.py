@@ -43,6 +43,7 @@ class RunSummary:
     verified: bool = False
     seconds: float = 0.0
     resumed_tasks: int = 0
+    mixture: list[dict] = field(default_factory=list)  # stats/mixture.parquet rows when a recipe ran
 
     @property
     def ok(self) -> bool:
@@ -264,4 +265,5 @@ def _summary_from_disk(lay: Layout, resumed: int, started: float) -> RunSummary:
     return RunSummary(output=lay.root, input_records=s["input_records"], kept=s["kept"], removed=s["removed"],
                       removed_by_stage=s["removed_by_stage"], removed_by_rule=s["removed_by_rule"],
                       failed_inputs=failed, verified=s.get("conservation_ok", False),
-                      seconds=round(time.time() - started, 3), resumed_tasks=resumed)
+                      seconds=round(time.time() - started, 3), resumed_tasks=resumed,
+                      mixture=s.get("mixture", []))

@@ -20,7 +20,7 @@ from dataclean.config import config_hash
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.layout import Layout
 from dataclean.io.readers import ColumnMapping, InputFileError, read_shard
-from dataclean.io.writers import ShardWriter, write_json_atomic
+from dataclean.io.writers import ShardWriter, WriteError, write_json_atomic
 from dataclean.pipeline import Pipeline, conform
 from dataclean.stages.base import with_columns
 
@@ -108,6 +108,10 @@ def pass1_task(spec: TaskSpec) -> dict:
         docs.abort()
         rejected.abort()
         return {"task": spec.task, "input": spec.input_path, "status": "failed", "error": str(exc)}
+    except WriteError:  # the output cannot be written (disk full...): stop the run, the rerun resumes
+        docs.abort()
+        rejected.abort()
+        raise
     except Exception as exc:  # a bug must not sink a days-long run: fail this input, keep the traceback
         docs.abort()
         rejected.abort()
@@ -155,7 +159,11 @@ def pass2_task(spec: TaskSpec) -> dict:
                        row_group_rows=cfg["output"]["row_group_rows"])
     ledger_parts = [conform(b, ledger_schema) for f in sorted(glob.glob(os.path.join(lay.pass1_dir(spec.task), "rejected-*.parquet")))
                     for b in pq.read_table(f).to_batches()]
-    kept = 0
+    repeats = None
+    if os.path.exists(lay.repeats):  # a mixture recipe repeats some documents (extra epochs)
+        from dataclean.stages.mixture import expand_repeats
+        repeats = pq.read_table(lay.repeats, filters=[("doc_key", ">=", lo), ("doc_key", "<", hi)])
+    kept = copies = 0
     for path in sorted(glob.glob(os.path.join(lay.pass1_dir(spec.task), "docs-*.parquet"))):
         for batch in pq.ParquetFile(path).iter_batches(batch_size=cfg["input"]["batch_rows"]):
             gone = pc.is_in(batch.column("doc_key"), value_set=rem_keys) if len(rem_keys) else None
@@ -163,14 +171,18 @@ def pass2_task(spec: TaskSpec) -> dict:
                 ledger_parts.append(_global_ledger_rows(batch.filter(gone), removals, ledger_schema,
                                                         pipe.keep_rejected_text))
                 batch = batch.filter(pc.invert(gone))
-            data.write(conform(batch, out_schema))
             kept += batch.num_rows
+            if repeats is not None and repeats.num_rows:
+                before = batch.num_rows
+                batch = expand_repeats(batch, repeats)
+                copies += batch.num_rows - before
+            data.write(conform(batch, out_schema))
     ledger = pa.Table.from_batches(ledger_parts, schema=ledger_schema)
     ledger = ledger.sort_by([("origin_row", "ascending")])
     rej = ShardWriter(lay.rejected, prefix, ledger_schema, max_rows=cfg["output"]["shard_max_rows"],
                       max_bytes=cfg["output"]["shard_max_mb"] << 20)
-    rej.write(ledger)
     try:
+        rej.write(ledger)
         data.commit(write_empty=True)
         failpoint(f"pass2-files-{spec.task}")  # data/ renamed, ledger part and marker not yet written
         rej.commit(write_empty=True)
@@ -178,7 +190,7 @@ def pass2_task(spec: TaskSpec) -> dict:
         data.abort()
         rej.abort()
         raise
-    result = {"task": spec.task, "kept": kept, "removed": ledger.num_rows, "fingerprint": spec.fingerprint,
+    result = {"task": spec.task, "kept": kept, "copies": copies, "removed": ledger.num_rows, "fingerprint": spec.fingerprint,
               "seconds": round(time.time() - started, 3)}
     write_json_atomic(result, lay.marker(f"pass2-{spec.task:05d}"))
     return result

@@ -1,0 +1,203 @@
+"""Mixture sampling to a token budget: the last global stage of a run that has a recipe.
+
+Pass 1 labels every survivor with its recipe source (``mix_source``, from the ``source`` column or the input
+path); the global step reads the token totals per recipe source, derives how many epochs and which documents
+each source contributes (see :mod:`dataclean.mixture` for the rule) and writes
+
+* removals for the documents not selected (``mixture_downsampled``) and, with ``unlisted: drop``, for the
+  documents of sources the recipe does not name (``mixture_unlisted_source``);
+* ``_work/global/repeats.parquet``: ``doc_key -> copies`` for documents used more than once, which pass 2
+  writes as extra rows with ids ``<id>#epoch<k>``;
+* ``stats/mixture.parquet``: per source the available, target and achieved tokens, the epochs used and a
+  warning when the target cannot be met within ``max_epochs``.
+
+Every ordering is by an md5 of ``(seed, epoch, id)`` (ties by id), computed in DuckDB, so the selection does
+not depend on shard order or worker count, and changes with the seed.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataclean.io.writers import atomic_write_table
+from dataclean.mixture import Recipe, parse_recipe
+from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
+
+MIXTURE_STATS_SCHEMA = pa.schema([
+    ("source", pa.string()), ("target_weight", pa.float64()), ("target_tokens", pa.int64()),
+    ("available_tokens", pa.int64()), ("available_docs", pa.int64()), ("max_epochs", pa.int64()),
+    ("epochs_used", pa.float64()), ("selected_docs", pa.int64()), ("output_docs", pa.int64()),
+    ("achieved_tokens", pa.int64()), ("achieved_weight", pa.float64()), ("select", pa.string()),
+    ("warning", pa.string()),
+])
+REPEATS_SCHEMA = pa.schema([("doc_key", pa.int64()), ("copies", pa.int64())])
+
+
+def _sql_str(s: str) -> str:
+    return s.replace("'", "''")
+
+
+class Mixture(Stage):
+    kind = "mixture"
+    is_global = True
+    signal_fields = [pa.field("mix_source", pa.string()), pa.field("mix_epoch", pa.int64())]
+    global_columns = ("id", "n_tokens", "mix_source", "quality_score")
+    rule_specs = [
+        RuleSpec("mixture_downsampled", "tokens selected before this document", ("budget_tokens",), "max",
+                 "not selected: its source reached its share of the token budget"),
+        RuleSpec("mixture_unlisted_source", "mix_source", ("unlisted",), "flag",
+                 "its source is not in the recipe (unlisted: drop)"),
+    ]
+
+    def __init__(self, recipe: dict | Recipe, name: str | None = None):
+        super().__init__(name)
+        self.recipe = recipe if isinstance(recipe, Recipe) else parse_recipe(recipe, (recipe or {}).get("recipe_path"))
+        self.summary: dict = {}
+
+    def params(self) -> dict:
+        return {"recipe": self.recipe.name}
+
+    # -- pass 1 -------------------------------------------------------------------------------------------
+    def apply(self, batch: pa.RecordBatch) -> StageResult:
+        n = batch.num_rows
+        names = batch.schema.names
+        source = batch.column("source") if "source" in names else pa.nulls(n, pa.string())
+        origin = batch.column("origin_file") if "origin_file" in names else pa.nulls(n, pa.string())
+        files = [f for f in pc.unique(origin).to_pylist() if f is not None]
+        label = pa.nulls(n, pa.string())
+        for src in reversed(self.recipe.sources):  # the first matching source wins
+            hit = pc.is_in(source, value_set=pa.array(list(src.match), pa.string())) if src.match else \
+                pa.array(np.zeros(n, bool))
+            path_hits = [f for f in files if src.matches(None, f)]
+            if path_hits:
+                hit = pc.or_(pc.fill_null(hit, False), pc.is_in(origin, value_set=pa.array(path_hits, pa.string())))
+            label = pc.if_else(pc.fill_null(hit, False), pa.scalar(src.name, pa.string()), label)
+        return StageResult(with_columns(batch, {"mix_source": label,
+                                                "mix_epoch": pa.array(np.zeros(n, np.int64))}))
+
+    # -- global step --------------------------------------------------------------------------------------
+    def global_decide(self, ctx, view: str) -> None:
+        con, r = ctx.con, self.recipe
+        quality = "quality_score" if "quality_score" in ctx.columns else "NULL::DOUBLE"
+        con.execute(f"""CREATE OR REPLACE TEMP TABLE mix_docs AS
+                        SELECT doc_key, id, mix_source, coalesce(n_tokens, 0)::BIGINT AS tok, {quality} AS q
+                        FROM {view}""")
+        if r.unlisted == "drop":
+            con.execute(f"""INSERT INTO removals
+                SELECT doc_key, '{self.name}', 'mixture_unlisted_source', 'mixture_unlisted_source', NULL, NULL,
+                       'source not in mixture recipe {_sql_str(r.name)}', NULL
+                FROM mix_docs WHERE mix_source IS NULL""")
+        totals = {row[0]: (int(row[1]), int(row[2])) for row in con.sql(
+            "SELECT mix_source, count(*), sum(tok) FROM mix_docs WHERE mix_source IS NOT NULL GROUP BY 1").fetchall()}
+        repeats = []
+        rows = []
+        for src in r.sources:
+            n_docs, avail = totals.get(src.name, (0, 0))
+            target = r.target_tokens(src)
+            name = _sql_str(src.name)
+            warning = None
+            if avail == 0:
+                full, rem = 0, 0
+                if target > 0:
+                    warning = f"no tokens available for source {src.name} (target {target:,})"
+            else:
+                need = target / avail
+                if need > src.max_epochs:
+                    full, rem = src.max_epochs, 0
+                else:
+                    full = int(math.floor(need))
+                    rem = target - full * avail
+            selected_partial = 0
+            partial_tokens = 0
+            if rem > 0 and n_docs:
+                order = (f"q DESC NULLS LAST, " if src.select == "quality" else "") + \
+                    f"md5_number('{r.seed}:{full}:' || id), id"
+                con.execute(f"""CREATE OR REPLACE TEMP TABLE mix_rank AS
+                    SELECT doc_key, tok, before, (before + tok / 2.0 < {rem}) AS pick FROM (
+                        SELECT doc_key, tok,
+                               (sum(tok) OVER (ORDER BY {order} ROWS UNBOUNDED PRECEDING)) - tok AS before
+                        FROM mix_docs WHERE mix_source = '{name}')""")
+                selected_partial, partial_tokens = (int(v or 0) for v in con.sql(
+                    "SELECT count(*) FILTER (WHERE pick), sum(tok) FILTER (WHERE pick) FROM mix_rank").fetchall()[0])
+                if full == 0:
+                    con.execute(f"""INSERT INTO removals
+                        SELECT doc_key, '{self.name}', 'mixture_downsampled', 'mixture_downsampled',
+                               before::DOUBLE, {float(rem)},
+                               'source {name}: {rem:,} of {avail:,} available tokens taken ({src.select} order, seed {r.seed})',
+                               NULL
+                        FROM mix_rank WHERE NOT pick""")
+                picked = con.sql("SELECT doc_key FROM mix_rank WHERE pick").fetchnumpy()["doc_key"]
+                if full >= 1 and len(picked):
+                    repeats.append((picked.astype(np.int64), full + 1))
+                con.execute("DROP TABLE mix_rank")
+            elif full == 0 and n_docs:
+                con.execute(f"""INSERT INTO removals
+                    SELECT doc_key, '{self.name}', 'mixture_downsampled', 'mixture_downsampled', 0.0, 0.0,
+                           'source {name}: target of 0 tokens', NULL
+                    FROM mix_docs WHERE mix_source = '{name}'""")
+            if full >= 2:
+                keys = con.sql(f"SELECT doc_key FROM mix_docs WHERE mix_source = '{name}'").fetchnumpy()["doc_key"]
+                repeats.append((keys.astype(np.int64), full))
+            achieved = full * avail + partial_tokens
+            out_docs = full * n_docs + selected_partial
+            if warning is None and target > 0 and avail and target / avail > src.max_epochs:
+                warning = (f"target {target:,} tokens needs {target / avail:.2f} epochs of {avail:,} available "
+                           f"but max_epochs is {src.max_epochs}: {achieved:,} tokens "
+                           f"({100 * (target - achieved) / target:.1f}% short)")
+            rows.append({"source": src.name, "target_weight": src.weight, "target_tokens": target,
+                         "available_tokens": avail, "available_docs": n_docs, "max_epochs": src.max_epochs,
+                         "epochs_used": achieved / avail if avail else 0.0,
+                         "selected_docs": n_docs if full >= 1 else selected_partial, "output_docs": out_docs,
+                         "achieved_tokens": achieved, "achieved_weight": 0.0, "select": src.select,
+                         "warning": warning})
+        total = sum(row["achieved_tokens"] for row in rows)
+        for row in rows:
+            row["achieved_weight"] = row["achieved_tokens"] / total if total else 0.0
+        con.execute("DROP TABLE mix_docs")
+        self._write_repeats(ctx, repeats)
+        atomic_write_table(pa.Table.from_pylist(rows, schema=MIXTURE_STATS_SCHEMA),
+                           os.path.join(ctx.lay.stats, "mixture.parquet"))
+
+    @staticmethod
+    def _write_repeats(ctx, parts) -> None:
+        """doc_key -> copies (>= 2); a document in a full epoch and in the partial one counts once per epoch."""
+        if parts:
+            keys = np.concatenate([k for k, _ in parts])
+            copies = np.concatenate([np.full(len(k), c, np.int64) for k, c in parts])
+            # full epochs listed every key with `full`; the partial epoch listed its picks with full + 1
+            order = np.lexsort((-copies, keys))
+            keys, copies = keys[order], copies[order]
+            first = np.ones(len(keys), bool)
+            first[1:] = keys[1:] != keys[:-1]
+            keys, copies = keys[first], copies[first]
+        else:
+            keys = copies = np.zeros(0, np.int64)
+        atomic_write_table(pa.table({"doc_key": keys, "copies": copies}, schema=REPEATS_SCHEMA), ctx.lay.repeats)
+
+
+def expand_repeats(batch: pa.RecordBatch, repeats: pa.Table) -> pa.RecordBatch:
+    """``batch`` with each document listed in ``repeats`` (sorted by doc_key) followed by its extra copies:
+    ids ``<id>#epoch<k>`` and ``mix_epoch = k`` for k = 1 .. copies - 1."""
+    if repeats.num_rows == 0 or batch.num_rows == 0:
+        return batch
+    rep_keys = repeats.column("doc_key").to_numpy()
+    rep_copies = repeats.column("copies").to_numpy()
+    keys = batch.column("doc_key").to_numpy()
+    at = np.searchsorted(rep_keys, keys)
+    at_c = np.minimum(at, len(rep_keys) - 1)
+    found = (at < len(rep_keys)) & (rep_keys[at_c] == keys)
+    copies = np.where(found, rep_copies[at_c], 1)
+    if (copies == 1).all():
+        return batch
+    idx = np.repeat(np.arange(batch.num_rows), copies)
+    starts = np.repeat(np.cumsum(copies) - copies, copies)
+    epoch = np.arange(len(idx)) - starts
+    out = batch.take(pa.array(idx))
+    ep = pa.array(epoch.astype(np.int64))
+    suffix = pc.binary_join_element_wise("#epoch", pc.cast(ep, pa.string()), "")
+    ids = pc.if_else(pc.greater(ep, 0), pc.binary_join_element_wise(out.column("id"), suffix, ""), out.column("id"))
+    return with_columns(out, {"id": ids, "mix_epoch": ep})
