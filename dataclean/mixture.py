@@ -95,14 +95,18 @@ def _num(value, key: str, kind=float, minimum=None, strict=False):
     return value
 
 
+def _known_keys(data: dict, known: set[str], where: str) -> None:
+    unknown = set(data) - known
+    if unknown:
+        raise RecipeError(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))} "
+                          f"(accepted: {', '.join(sorted(known - {'recipe_path'}))})")
+
+
 def parse_recipe(data: dict, path: str | None = None) -> Recipe:
     """Validate a recipe mapping (as loaded from YAML) and return a :class:`Recipe`."""
     if not isinstance(data, dict):
         raise RecipeError(f"mixture recipe: expected a mapping, got {type(data).__name__}")
-    unknown = set(data) - RECIPE_KEYS
-    if unknown:
-        raise RecipeError(f"mixture: unknown key(s) {', '.join(sorted(map(str, unknown)))} "
-                          f"(accepted: {', '.join(sorted(RECIPE_KEYS - {'recipe_path'}))})")
+    _known_keys(data, RECIPE_KEYS, "mixture")
     for key in ("budget_tokens", "sources"):
         if key not in data:
             raise RecipeError(f"mixture.{key}: required")
@@ -125,10 +129,7 @@ def parse_recipe(data: dict, path: str | None = None) -> Recipe:
             raise RecipeError(f"{key}: source names must be non-empty strings")
         if not isinstance(spec, dict):
             raise RecipeError(f"{key}: expected a mapping such as {{weight: 0.5}}")
-        bad = set(spec) - SOURCE_KEYS
-        if bad:
-            raise RecipeError(f"{key}: unknown key(s) {', '.join(sorted(map(str, bad)))} "
-                              f"(accepted: {', '.join(sorted(SOURCE_KEYS))})")
+        _known_keys(spec, SOURCE_KEYS, key)
         if "weight" not in spec:
             raise RecipeError(f"{key}.weight: required")
         weight = _num(spec["weight"], f"{key}.weight", float, 0.0)
