@@ -22,9 +22,10 @@ How the sampler reaches a target of ``T = weight * budget_tokens`` tokens from a
 after filtering and dedup (all in the global step, from pass-1 totals):
 
 * ``T <= A``: the documents are ordered (uniform: by a hash of ``(seed, epoch, id)``; quality: by
-  ``quality_score`` descending, then that hash) and taken in that order until the running token total
-  reaches ``T`` (the document that crosses ``T`` is taken when more than half of it fits), so the
-  achieved count is within half a document of the target;
+  ``quality_score`` descending, then that hash) and taken in that order while the running token total
+  stays within ``T``; then the rest of the order is walked once more and every document that still fits
+  is taken (first fit), so the achieved count is at most ``T`` and short of it by less than the smallest
+  document left out;
 * ``T > A``: every document is repeated ``floor(T / A)`` times (at most ``max_epochs``) and the rest is
   taken from one more epoch ordered by the hash of that epoch. When ``T / A > max_epochs`` the source
   is used ``max_epochs`` times and a warning says by how much the target was missed.

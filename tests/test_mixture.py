@@ -93,6 +93,7 @@ def test_achieved_weights_within_one_percent_when_budget_allows(corpus, tmp_path
         assert row["target_tokens"] == round(weight * budget)
         assert abs(row["achieved_weight"] - weight) < 0.01, row
         assert abs(row["achieved_tokens"] - row["target_tokens"]) / row["target_tokens"] < 0.01, row
+        assert row["achieved_tokens"] <= row["target_tokens"]  # prefix that fits, then first fit
         assert row["warning"] is None
     # the stats table is what data/ holds: tokens per source, copies included
     data = _data(out)

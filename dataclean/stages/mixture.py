@@ -117,10 +117,11 @@ class Mixture(Stage):
                 order = (f"q DESC NULLS LAST, " if src.select == "quality" else "") + \
                     f"md5_number('{r.seed}:{full}:' || id), id"
                 con.execute(f"""CREATE OR REPLACE TEMP TABLE mix_rank AS
-                    SELECT doc_key, tok, before, (before + tok / 2.0 < {rem}) AS pick FROM (
-                        SELECT doc_key, tok,
+                    SELECT doc_key, tok, rk, before, (before + tok <= {rem}) AS pick FROM (
+                        SELECT doc_key, tok, row_number() OVER (ORDER BY {order}) AS rk,
                                (sum(tok) OVER (ORDER BY {order} ROWS UNBOUNDED PRECEDING)) - tok AS before
                         FROM mix_docs WHERE mix_source = '{name}')""")
+                self._fill_gap(con, rem)
                 selected_partial, partial_tokens = (int(v or 0) for v in con.sql(
                     "SELECT count(*) FILTER (WHERE pick), sum(tok) FILTER (WHERE pick) FROM mix_rank").fetchall()[0])
                 if full == 0:
@@ -161,6 +162,27 @@ class Mixture(Stage):
         self._write_repeats(ctx, repeats)
         atomic_write_table(pa.Table.from_pylist(rows, schema=MIXTURE_STATS_SCHEMA),
                            os.path.join(ctx.lay.stats, "mixture.parquet"))
+
+    @staticmethod
+    def _fill_gap(con, rem: int) -> None:
+        """After the prefix that fits, walk the rest of the order once and take every document that still
+        fits in what is left of the target (first fit): the achieved count ends below the target by less
+        than the smallest document not taken."""
+        gap = rem - int(con.sql("SELECT coalesce(sum(tok), 0) FROM mix_rank WHERE pick").fetchall()[0][0])
+        if gap <= 0:
+            return
+        cand = con.sql(f"SELECT rk, tok FROM mix_rank WHERE NOT pick AND tok <= {gap} ORDER BY rk").fetchnumpy()
+        take = []
+        for rk, tok in zip(cand["rk"].tolist(), cand["tok"].tolist()):
+            if tok <= gap:
+                take.append(rk)
+                gap -= tok
+                if gap == 0:
+                    break
+        if take:
+            con.execute("CREATE OR REPLACE TEMP TABLE mix_fill AS SELECT unnest($1::BIGINT[]) AS rk", [take])
+            con.execute("UPDATE mix_rank SET pick = true WHERE rk IN (SELECT rk FROM mix_fill)")
+            con.execute("DROP TABLE mix_fill")
 
     @staticmethod
     def _write_repeats(ctx, parts) -> None:
