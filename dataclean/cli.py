@@ -111,6 +111,120 @@ def rules(config_path, fmt) -> None:
     Console(width=200).print(table)
 
 
+@main.command()
+@click.argument("output", type=click.Path(exists=True, file_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def stats(output, fmt) -> None:
+    """Print the key tables of a finished run: summary, funnel, removals by rule, sources, dedup, mixture."""
+    import json
+
+    from dataclean.audit.query import QueryError, run_stats
+
+    try:
+        result = run_stats(output)
+    except QueryError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    if fmt == "json":
+        click.echo(json.dumps(result, indent=1, ensure_ascii=False))
+        return
+    from dataclean.audit.terminal import render_stats
+
+    render_stats(result)
+
+
+@main.command()
+@click.argument("output", type=click.Path(exists=True, file_okay=False))
+@click.argument("query", required=False)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--limit", type=click.IntRange(0), help="At most N rows (default: 100 for table, all for csv/json).")
+@click.option("--views", "show_views", is_flag=True, help="List the views and their columns instead.")
+def sql(output, query, fmt, limit, show_views) -> None:
+    """Run one read-only SQL QUERY (DuckDB) over the run's tables: kept, removed, stats, funnel, clusters…"""
+    import json
+
+    from dataclean.audit import query as q
+
+    try:
+        if show_views:
+            views = q.list_views(output)
+            if fmt == "table":
+                from dataclean.audit.terminal import render_views
+
+                render_views(views)
+            elif fmt == "csv":
+                rows = [(v["view"], v["rows"], c, t) for v in views for c, t in v["columns"]]
+                click.echo(q.to_csv(q.QueryResult(["view", "rows", "column", "type"], [], rows)), nl=False)
+            else:
+                click.echo(json.dumps(views, indent=1, ensure_ascii=False))
+            return
+        if not query:
+            click.echo("error: give a QUERY (or --views to list the tables)", err=True)
+            sys.exit(2)
+        if fmt in ("csv", "json"):
+            try:
+                q.export_query(output, query, fmt, sys.stdout.write, limit)
+            except BrokenPipeError:  # the reader (head, less) stopped early: not an error of ours
+                import os
+
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return
+        result = q.run_query(output, query, limit if limit is not None else q.TABLE_DEFAULT_LIMIT)
+    except q.QueryError as exc:
+        sys.stdout.flush()
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    from dataclean.audit.terminal import render_query
+
+    render_query(result)
+
+
+@main.command()
+@click.argument("output", type=click.Path(exists=True, file_okay=False))
+@click.option("--id", "ids", multiple=True, help="A document id (repeatable).")
+@click.option("--ids-file", type=click.Path(exists=True, dir_okay=False), help="A file of ids, one per line.")
+@click.option("--text-file", type=click.Path(exists=True, dir_okay=False),
+              help="Documents by text: one per line, or JSONL with a text field.")
+@click.option("--source", help="Source of the --text-file documents that have none (default: the run's).")
+@click.option("--full", is_flag=True, help="Print whole texts (default: the first 600 characters).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def inspect(output, ids, ids_file, text_file, source, full, fmt) -> None:
+    """Why was a document kept or removed: its fate, duplicates, text, anomalies and outlier signals."""
+    import json
+
+    from dataclean.audit import inspect as ins
+
+    queries = [ins.Query(id=i) for i in ids]
+    try:
+        if ids_file:
+            queries += [ins.Query(id=i) for i in ins.read_ids_file(ids_file)]
+        if text_file:
+            queries += ins.read_text_file(text_file, source)
+    except (OSError, UnicodeDecodeError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    if not queries:
+        click.echo("error: give --id, --ids-file or --text-file", err=True)
+        sys.exit(2)
+    try:
+        result = ins.inspect_documents(output, queries, full=full)
+    except ins.InspectError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    if fmt == "json":
+        from dataclean.audit.query import plain_value
+
+        click.echo(json.dumps(plain_value(result), indent=1, ensure_ascii=False))
+    else:
+        from dataclean.audit.terminal import render_inspect
+
+        render_inspect(result)
+    if result["not_found"]:
+        click.echo(f"error: {len(result['not_found'])} id(s) not found: {', '.join(result['not_found'][:10])}",
+                   err=True)
+        sys.exit(1)
+
+
 def _attach_quality() -> None:
     from dataclean.quality.cli import quality
 
