@@ -133,6 +133,12 @@ def validate(cfg: dict) -> None:
         if stage.name in names:
             raise ConfigError(f"pipeline[{i}]: stage name {stage.name!r} is used twice; give one a 'name'")
         names.add(stage.name)
+    if cfg["tokens"]["tokenizer"] is not None:  # a bad path fails here, before any worker starts
+        from dataclean.tokens import TokenCounter
+        try:
+            TokenCounter.from_config(cfg["tokens"])
+        except (ValueError, ImportError) as exc:
+            raise ConfigError(f"tokens.tokenizer: {exc}") from None
     out = cfg["output"]
     for key in ("shard_max_rows", "shard_max_mb", "row_group_rows"):
         if not isinstance(out[key], int) or out[key] <= 0:

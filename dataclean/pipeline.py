@@ -19,7 +19,7 @@ from dataclean.schema import BASE_SIGNAL_FIELDS, DOC_FIELDS, LEDGER_FIELDS, OUTP
 from dataclean.stages import REGISTRY, Stage
 from dataclean.stages.base import Decisions, StageResult, with_columns
 from dataclean.text.tokenize import WORDS_COLUMN
-from dataclean.tokens import count_chars, estimate_tokens
+from dataclean.tokens import TokenCounter, count_chars
 
 LEDGER_SCHEMA = pa.schema(LEDGER_FIELDS)
 
@@ -31,13 +31,15 @@ class BatchOutcome:
 
 
 class Pipeline:
-    def __init__(self, stages: Sequence[Stage], keep_rejected_text: bool = True):
+    def __init__(self, stages: Sequence[Stage], keep_rejected_text: bool = True,
+                 token_counter: TokenCounter | None = None):
         names = [s.name for s in stages]
         dupes = {n for n in names if names.count(n) > 1}
         if dupes:
             raise ValueError(f"stage names must be unique; repeated: {', '.join(sorted(dupes))}")
         self.stages = list(stages)
         self.keep_rejected_text = keep_rejected_text
+        self.token_counter = token_counter or TokenCounter()  # the estimate unless a tokenizer is configured
 
     @classmethod
     def from_config(cls, config: dict) -> "Pipeline":
@@ -45,7 +47,8 @@ class Pipeline:
         if config.get("mixture"):
             from dataclean.stages.mixture import Mixture
             stages.append(Mixture(config["mixture"]))
-        return cls(stages, keep_rejected_text=config["output"]["rejected_text"])
+        return cls(stages, keep_rejected_text=config["output"]["rejected_text"],
+                   token_counter=TokenCounter.from_config(config.get("tokens")))
 
     # -- schemas ------------------------------------------------------------------------------------------
     @property
@@ -89,12 +92,17 @@ class Pipeline:
                 removed.append(self._ledger_rows(batch, stage.name, result.decisions, mask))
                 batch = batch.filter(pc.invert(mask))
         batch = with_columns(batch, {"n_chars": count_chars(batch.column("text")),
-                                     "n_tokens": estimate_tokens(batch.column("text"))})
+                                     "n_tokens": self.count_tokens(batch)})
         kept = conform(batch, self.survivor_schema())
         ledger = self.ledger_schema()
         parts = [conform(r, ledger) for r in removed]
         removed_batch = pa.concat_batches(parts) if parts else pa.RecordBatch.from_pylist([], schema=ledger)
         return BatchOutcome(kept=kept, removed=removed_batch)
+
+    def count_tokens(self, batch: pa.RecordBatch) -> pa.Array:
+        """``n_tokens`` per document: exact with a configured tokenizer, else the calibrated estimate."""
+        source = batch.column("source") if "source" in batch.schema.names else None
+        return self.token_counter(batch.column("text"), source)
 
     def _ledger_rows(self, batch, stage_name, decisions, mask) -> pa.RecordBatch:
         rows = batch.filter(mask)
@@ -109,7 +117,7 @@ class Pipeline:
             "detail": decisions.detail.filter(mask),
             "dup_of": pa.nulls(n, pa.string()),
             "n_chars": count_chars(text),
-            "n_tokens": estimate_tokens(text),
+            "n_tokens": self.count_tokens(rows),
             "raw": pa.nulls(n, pa.binary()),
         }
         if not self.keep_rejected_text:

@@ -61,9 +61,9 @@ def test_content_key_folds_case_and_whitespace_only():
 
 
 def test_token_estimate_per_script():
-    # 16 Latin bytes -> 4 tokens; 6 Han characters -> 4 tokens; mixed adds up; empty -> 0
+    # 16 Latin bytes / 4.9 -> 3 tokens; 6 Han characters / 1.5 -> 4 tokens; mixed adds up (0.8 + 4); empty -> 0
     assert estimate_tokens(pa.array(["abcd efgh ijk lm", "数据清洗工具", "abcd数据清洗工具", ""])).to_pylist() == \
-        [4, 4, 5, 0]
+        [3, 4, 5, 0]
 
 
 def _docs(rows):

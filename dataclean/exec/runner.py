@@ -60,11 +60,38 @@ def rules_digest() -> str:
     return h.hexdigest()
 
 
+MODEL_KEYS = ("model_path", "tokenizer")
+
+
+def model_files_digest(cfg) -> dict[str, str]:
+    """sha256 of every model file the config names (``model_path`` of langid / quality scorers,
+    ``tokens.tokenizer``): replacing a model in place must invalidate the markers like a config change."""
+    found: dict[str, str] = {}
+
+    def walk(node):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in MODEL_KEYS and isinstance(v, str) and os.path.isfile(v):
+                    h = hashlib.sha256()
+                    with open(v, "rb") as fh:
+                        for block in iter(lambda: fh.read(1 << 20), b""):
+                            h.update(block)
+                    found[os.path.abspath(v)] = h.hexdigest()
+                else:
+                    walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+    walk(cfg)
+    return found
+
+
 def fingerprint(cfg: dict, inputs: list[str]) -> str:
-    """What a run's markers are valid for: the resolved config, the rules folder, the inputs (size, mtime)."""
+    """What a run's markers are valid for: the resolved config, the rules folder, the model files it names,
+    the inputs (size, mtime)."""
     files = [(p, os.path.getsize(p), os.stat(p).st_mtime_ns) for p in inputs]
-    blob = json.dumps({"config": config_hash(cfg), "rules": rules_digest(), "inputs": files},
-                      sort_keys=True).encode()
+    blob = json.dumps({"config": config_hash(cfg), "rules": rules_digest(), "models": model_files_digest(cfg),
+                       "inputs": files}, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()
 
 
