@@ -8,6 +8,7 @@ import click
 from dataclean.audit.verify import verify as verify_output
 from dataclean.config import ConfigError
 from dataclean.exec.runner import RunError, run as run_pipeline
+from dataclean.io.writers import WriteError
 
 
 @click.group()
@@ -45,6 +46,9 @@ def run(inputs, output, config_path, workers, fresh, quiet, text_column, id_colu
     except (RunError, ConfigError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    except WriteError as exc:  # disk full, read-only...: nothing half-written is visible; a rerun resumes
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(3)
     for failed in summary.failed_inputs:
         click.echo(f"error: cannot read {failed['error']}", err=True)
     click.echo(f"{summary.input_records} records in: {summary.kept} kept, {summary.removed} removed "
@@ -223,6 +227,26 @@ def inspect(output, ids, ids_file, text_file, source, full, fmt) -> None:
         click.echo(f"error: {len(result['not_found'])} id(s) not found: {', '.join(result['not_found'][:10])}",
                    err=True)
         sys.exit(1)
+
+
+@main.command()
+@click.argument("output", type=click.Path(exists=True, file_okay=False))
+@click.option("-o", "--out-file", "path", type=click.Path(dir_okay=False),
+              help="Where to write the page (default: OUTPUT/report.html).")
+def report(output, path) -> None:
+    """Write report.html for a run's OUTPUT folder: one self-contained page, readable offline."""
+    from dataclean.io.writers import WriteError
+    from dataclean.report import ReportError, write_report
+
+    try:
+        written = write_report(output, path)
+    except ReportError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except WriteError as exc:  # as for `run`: the page could not be written (disk full, read-only folder)
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(3)
+    click.echo(f"report: {written}")
 
 
 def _attach_quality() -> None:

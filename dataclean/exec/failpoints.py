@@ -1,13 +1,33 @@
-"""Fault injection for the resume tests: ``DATACLEAN_FAILPOINTS=name[,name…]`` makes the run SIGKILL its
-whole process group when it reaches a named point. Unset (always, outside tests), a failpoint costs one
-environment lookup."""
+"""Fault injection for the resume and write-failure tests, driven by ``DATACLEAN_FAILPOINTS``: a comma-separated
+list of entries. Unset (always, outside tests), a failpoint costs one environment lookup.
+
+* ``NAME`` (e.g. ``pass1-done-1``, ``global-mid``): the run SIGKILLs its whole process group when it reaches
+  the point of that name (:func:`failpoint`).
+* ``write-fail:GLOB``: a writer about to write a file whose path matches ``GLOB`` (``fnmatch`` on the final
+  path, e.g. ``*/data/part-00001-*``) raises ``OSError(ENOSPC)`` after the temporary file was opened, as a
+  full disk would (:func:`write_failpoint`).
+"""
 from __future__ import annotations
 
+import errno
+import fnmatch
 import os
 import signal
+
+WRITE_FAIL = "write-fail:"
 
 
 def failpoint(name: str) -> None:
     spec = os.environ.get("DATACLEAN_FAILPOINTS")
     if spec and name in spec.split(","):
         os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
+def write_failpoint(path: str) -> None:
+    """Raise ``OSError(ENOSPC)`` when a ``write-fail:GLOB`` entry matches ``path`` (the file being written)."""
+    spec = os.environ.get("DATACLEAN_FAILPOINTS")
+    if not spec or WRITE_FAIL not in spec:
+        return
+    for entry in spec.split(","):
+        if entry.startswith(WRITE_FAIL) and fnmatch.fnmatch(path, entry[len(WRITE_FAIL):]):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC) + " (injected by DATACLEAN_FAILPOINTS)", path)

@@ -24,7 +24,7 @@ from dataclean.exec.layout import OWNED_ENTRIES, Layout
 from dataclean.exec.local import LocalExecutor
 from dataclean.exec.tasks import TaskSpec, load_marker, pass1_task, pass2_task, pipeline_for
 from dataclean.io.readers import discover_inputs
-from dataclean.io.writers import write_json_atomic
+from dataclean.io.writers import tmp_name, write_errors, write_json_atomic
 
 
 class RunError(Exception):
@@ -55,7 +55,9 @@ def rules_digest() -> str:
     editing a list must invalidate a run's markers like editing a threshold does."""
     h = hashlib.sha256()
     root = rules_dir()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+    # recipes are read into the config (hashed there); compare gates do not touch a run
+    skip = {"mixtures", "compare"}
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.relative_to(root).parts[0] not in skip):
         h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
@@ -90,9 +92,25 @@ def fingerprint(cfg: dict, inputs: list[str]) -> str:
     """What a run's markers are valid for: the resolved config, the rules folder, the model files it names,
     the inputs (size, mtime)."""
     files = [(p, os.path.getsize(p), os.stat(p).st_mtime_ns) for p in inputs]
+    from dataclean import __version__
+
     blob = json.dumps({"config": config_hash(cfg), "rules": rules_digest(), "models": model_files_digest(cfg),
-                       "inputs": files}, sort_keys=True).encode()
+                       "version": __version__, "inputs": files}, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()
+
+
+def _refuse_output_in_input_folder(out: str, specs: list[str]) -> None:
+    """An output folder inside an input folder (or a recursive glob's root) would be read back as input by the
+    next run of the same command, so a resumed run would not be the same run: refuse it."""
+    out_abs = os.path.realpath(out)
+    for spec in specs:
+        root = spec if os.path.isdir(spec) else spec.split("**")[0] if "**" in spec else None
+        if root is None:
+            continue
+        root_abs = os.path.realpath(root or os.curdir)
+        if out_abs == root_abs or out_abs.startswith(root_abs.rstrip(os.sep) + os.sep):
+            raise RunError(f"output folder {out} is inside the input folder {spec}; its files would be read as "
+                           "input by the next run: choose an output folder outside the inputs")
 
 
 def _check_output_folder(out: str, inputs: list[str], fp: str, fresh: bool) -> None:
@@ -108,7 +126,7 @@ def _check_output_folder(out: str, inputs: list[str], fp: str, fresh: bool) -> N
         return
     if not os.path.isdir(out):
         raise RunError(f"output {out} exists and is not a folder")
-    entries = [e for e in os.listdir(out)]
+    entries = [e for e in os.listdir(out) if e != os.path.basename(tmp_name(lay.owner))]  # killed at birth
     if not entries:
         return
     if not os.path.exists(lay.owner):
@@ -182,6 +200,7 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
         resolve_config(config, overrides)
     if dedup_against:
         cfg = with_dedup_against(cfg, [str(p) for p in dedup_against])
+    _refuse_output_in_input_folder(output, [str(i) for i in inputs])
     try:
         files = discover_inputs([str(i) for i in inputs])
     except FileNotFoundError as exc:
@@ -234,7 +253,7 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
             for stale in glob.glob(lay.marker("pass2-*")):
                 os.remove(stale)  # pass-2 results belong to the global step that is about to be redone
             doc_files = sorted(f for i in ok_tasks for f in glob.glob(os.path.join(lay.pass1_dir(i), "docs-*.parquet")))
-            with progress.phase("global", 1) as tick:
+            with progress.phase("global", 1) as tick, write_errors(os.path.join(output, "_work", "global")):
                 g = global_step(lay, cfg, pipe, doc_files, fp, ok_tasks)
                 tick()
         else:
@@ -272,6 +291,8 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
     write_manifest(lay, cfg, fp, [p1[i] for i in sorted(p1)], timings, workers=getattr(ex, "workers", 1),
                    executor=getattr(ex, "name", "local"))
     report = verify(output)
+    if cfg["output"]["report"]:
+        _write_report(output)
     if report.ok and not failed:
         write_json_atomic({"fingerprint": fp, "finished": time.time()}, lay.marker("final"))
         shutil.rmtree(os.path.join(lay.work, "pass1"), ignore_errors=True)
@@ -281,6 +302,17 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
     summary.verified = report.ok
     summary.failed_inputs = [{"input": f["input"], "error": f["error"]} for f in failed]
     return summary
+
+
+def _write_report(output: str) -> None:
+    """report.html, before the final marker (a run killed before it writes it on the rerun). A report that
+    cannot be made is a warning: the cleaned data, ledger and stats are complete without it."""
+    from dataclean.report import ReportError, write_report
+
+    try:
+        write_report(output)
+    except ReportError as exc:
+        print(f"warning: no report.html: {exc}", file=sys.stderr)
 
 
 def _summary_from_disk(lay: Layout, resumed: int, started: float) -> RunSummary:

@@ -20,7 +20,7 @@ from dataclean.config import config_hash
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.layout import Layout
 from dataclean.io.readers import ColumnMapping, InputFileError, read_shard
-from dataclean.io.writers import ShardWriter, write_json_atomic
+from dataclean.io.writers import ShardWriter, WriteError, write_json_atomic
 from dataclean.pipeline import Pipeline, conform
 from dataclean.stages.base import with_columns
 
@@ -108,6 +108,10 @@ def pass1_task(spec: TaskSpec) -> dict:
         docs.abort()
         rejected.abort()
         return {"task": spec.task, "input": spec.input_path, "status": "failed", "error": str(exc)}
+    except WriteError:  # the output cannot be written (disk full...): stop the run, the rerun resumes
+        docs.abort()
+        rejected.abort()
+        raise
     except Exception as exc:  # a bug must not sink a days-long run: fail this input, keep the traceback
         docs.abort()
         rejected.abort()
@@ -177,8 +181,8 @@ def pass2_task(spec: TaskSpec) -> dict:
     ledger = ledger.sort_by([("origin_row", "ascending")])
     rej = ShardWriter(lay.rejected, prefix, ledger_schema, max_rows=cfg["output"]["shard_max_rows"],
                       max_bytes=cfg["output"]["shard_max_mb"] << 20)
-    rej.write(ledger)
     try:
+        rej.write(ledger)
         data.commit(write_empty=True)
         failpoint(f"pass2-files-{spec.task}")  # data/ renamed, ledger part and marker not yet written
         rej.commit(write_empty=True)

@@ -1,13 +1,21 @@
 """Writers: Parquet shards with a declared schema, written under a temporary name and renamed when complete.
 
-A reader never sees a half-written file: everything lands as ``.NAME.tmp-PID`` in the target folder and is
-``os.replace``-d into place after it was flushed and fsync-ed. Names are deterministic (``PREFIX-NNNNN``), so a
-rerun of a task overwrites exactly the files it wrote before.
+A reader never sees a half-written file: everything lands under a hidden temporary name in the target folder
+(``.NAME.tmp`` for a single file, ``.NAME.tmp-PID`` for a shard) and is ``os.replace``-d into place after it
+was flushed and fsync-ed. Names are deterministic (``PREFIX-NNNNN``), so a rerun of a task overwrites exactly
+the files it wrote before; a single file's temporary name is deterministic too, so the temporary file a killed
+run left behind is overwritten (and renamed away) by the rerun instead of lingering.
+
+A write that fails (disk full, quota, read-only folder, I/O error) removes its temporary files and raises
+:class:`WriteError`, whose message is one line naming the file and the cause: a run stops on it (nothing
+half-written is visible), and the same command, run again once the cause is gone, resumes.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
+from contextlib import contextmanager
 from typing import Iterable
 
 import pyarrow as pa
@@ -17,8 +25,72 @@ PARQUET_OPTIONS = dict(compression="zstd", compression_level=3, use_dictionary=[
                                                                                   "stage", "rule", "reason"],
                        write_statistics=["id", "origin_row", "doc_key", "task"], store_schema=True)
 
+#: Messages of libraries that do not raise OSError (DuckDB) for a write that the file system refused.
+_WRITE_FAILURE_TEXTS = ("No space left on device", "Disk quota exceeded", "Read-only file system")
 
-def _tmp_name(path: str) -> str:
+
+class WriteError(Exception):
+    """An output file could not be written. ``str()`` is the one line shown to the user."""
+
+
+#: How DuckDB names the file it could not write, and why, inside its (JSON-ish) error message.
+_DUCKDB_FILE = re.compile(r'Could not write file \\?"(?P<path>[^"\\]+)\\?": (?P<cause>[^"\\,}]+)')
+
+
+def write_error(path: str, exc: BaseException) -> WriteError:
+    """The :class:`WriteError` for ``exc`` met while writing ``path`` (for a DuckDB error, the file DuckDB
+    names instead, its temporary ``.tmp`` file removed)."""
+    if isinstance(exc, OSError) and exc.errno:
+        cause = os.strerror(exc.errno)
+    elif m := _DUCKDB_FILE.search(str(exc)):
+        path, cause = m["path"], m["cause"].strip()
+        if path.endswith(".tmp"):
+            _remove_quietly(path)  # DuckDB's COPY target: half-written
+            path = path[: -len(".tmp")]
+    else:
+        lines = str(exc).strip().splitlines()
+        cause = lines[0] if lines else type(exc).__name__
+    return WriteError(f"cannot write {path}: {cause}; free space (or fix the folder) and run the same command "
+                      "again to resume")
+
+
+def is_write_failure(exc: BaseException) -> bool:
+    """True for an exception that says the file system refused a write (any OSError, or a DuckDB I/O error
+    whose message says so)."""
+    if isinstance(exc, OSError):
+        return True
+    return type(exc).__name__ in ("IOException", "OutOfMemoryException") and \
+        any(text in str(exc) for text in _WRITE_FAILURE_TEXTS)
+
+
+@contextmanager
+def write_errors(path: str):
+    """Turn a write failure inside the block (see :func:`is_write_failure`) into a :class:`WriteError` for
+    ``path``; anything else passes through."""
+    try:
+        yield
+    except WriteError:
+        raise
+    except Exception as exc:
+        if is_write_failure(exc):
+            raise write_error(path, exc) from None
+        raise
+
+
+def _injected_failure(path: str) -> None:
+    if "DATACLEAN_FAILPOINTS" in os.environ:  # tests only; imported late (dataclean.exec imports this module)
+        from dataclean.exec.failpoints import write_failpoint
+        write_failpoint(path)
+
+
+def tmp_name(path: str) -> str:
+    """The temporary name under which ``path`` is written by :func:`atomic_write_table` and
+    :func:`write_json_atomic`."""
+    head, tail = os.path.split(path)
+    return os.path.join(head, f".{tail}.tmp")
+
+
+def _shard_tmp_name(path: str) -> str:
     head, tail = os.path.split(path)
     return os.path.join(head, f".{tail}.tmp-{os.getpid()}")
 
@@ -30,35 +102,46 @@ def _fsync_replace(tmp: str, path: str) -> None:
 
 
 def atomic_write_table(table: pa.Table, path: str, row_group_rows: int = 8192) -> None:
-    """Write one Parquet file atomically."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = _tmp_name(path)
+    """Write one Parquet file atomically; raise :class:`WriteError` (nothing left behind) if that fails."""
+    tmp = tmp_name(path)
     try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         with pq.ParquetWriter(tmp, table.schema, **PARQUET_OPTIONS) as writer:
+            _injected_failure(path)
             writer.write_table(table, row_group_size=row_group_rows)
         _fsync_replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         _remove_quietly(tmp)
+        if isinstance(exc, OSError):
+            raise write_error(path, exc) from None
         raise
 
 
 def write_json_atomic(obj, path: str) -> None:
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = _tmp_name(path)
+    """Write ``obj`` as JSON atomically; raise :class:`WriteError` (nothing left behind) if that fails."""
+    write_text_atomic(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", path)
+
+
+def write_text_atomic(text: str, path: str) -> None:
+    """Write ``text`` (UTF-8) atomically; raise :class:`WriteError` (nothing left behind) if that fails."""
+    tmp = tmp_name(path)
     try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=2, sort_keys=True, ensure_ascii=False)
-            fh.write("\n")
+            _injected_failure(path)
+            fh.write(text)
         _fsync_replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         _remove_quietly(tmp)
+        if isinstance(exc, OSError):
+            raise write_error(path, exc) from None
         raise
 
 
 def _remove_quietly(path: str) -> None:
     try:
         os.remove(path)
-    except FileNotFoundError:
+    except OSError:
         pass
 
 
@@ -67,7 +150,9 @@ class ShardWriter:
 
     A shard is closed when it holds ``max_rows`` rows or about ``max_bytes`` bytes of Arrow data. Shards are
     written to temporary names and only renamed into place by :meth:`commit`, so a task that fails midway
-    leaves nothing visible; :meth:`abort` removes the temporary files.
+    leaves nothing visible; :meth:`abort` removes the temporary files. A write or commit that fails on the
+    file system aborts the writer (a failed commit also removes the shards it had already renamed) and raises
+    :class:`WriteError`.
     """
 
     def __init__(self, folder: str, prefix: str, schema: pa.Schema, max_rows: int = 100_000,
@@ -79,7 +164,10 @@ class ShardWriter:
         self._pending_bytes = 0
         self._done: list[tuple[str, str]] = []  # (tmp, final)
         self.rows_written = 0
-        os.makedirs(folder, exist_ok=True)
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as exc:
+            raise write_error(folder, exc) from None
 
     def write(self, batch: pa.RecordBatch | pa.Table) -> None:
         if batch.num_rows == 0:
@@ -99,15 +187,29 @@ class ShardWriter:
                 if self._pending_rows >= self.max_rows or self._pending_bytes >= self.max_bytes:
                     self._flush()
 
+    def _next_final(self) -> str:
+        return os.path.join(self.folder, f"{self.prefix}-{len(self._done):05d}.parquet")
+
+    def _write_file(self, table: pa.Table) -> None:
+        final = self._next_final()
+        tmp = _shard_tmp_name(final)
+        self._done.append((tmp, final))  # listed first, so that abort() removes a half-written file too
+        try:
+            with pq.ParquetWriter(tmp, self.schema, **PARQUET_OPTIONS) as writer:
+                _injected_failure(final)
+                writer.write_table(table, row_group_size=self.row_group_rows)
+        except OSError as exc:
+            self.abort()
+            raise write_error(final, exc) from None
+        except BaseException:
+            self.abort()
+            raise
+
     def _flush(self) -> None:
         if not self._pending:
             return
-        final = os.path.join(self.folder, f"{self.prefix}-{len(self._done):05d}.parquet")
-        tmp = _tmp_name(final)
         table = pa.Table.from_batches(self._pending, schema=self.schema)
-        with pq.ParquetWriter(tmp, self.schema, **PARQUET_OPTIONS) as writer:
-            writer.write_table(table, row_group_size=self.row_group_rows)
-        self._done.append((tmp, final))
+        self._write_file(table)
         self.rows_written += table.num_rows
         self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
 
@@ -115,19 +217,28 @@ class ShardWriter:
         """Flush, fsync and rename every shard into place; return the final paths."""
         self._flush()
         if write_empty and not self._done:
-            final = os.path.join(self.folder, f"{self.prefix}-00000.parquet")
-            tmp = _tmp_name(final)
-            pq.write_table(pa.Table.from_batches([], schema=self.schema), tmp, **PARQUET_OPTIONS)
-            self._done.append((tmp, final))
+            self._write_file(pa.Table.from_batches([], schema=self.schema))
+        renamed: list[str] = []
         for tmp, final in self._done:
-            _fsync_replace(tmp, final)
-        return [final for _, final in self._done]
+            try:
+                _fsync_replace(tmp, final)
+            except BaseException as exc:
+                for path in renamed:
+                    _remove_quietly(path)
+                self.abort()
+                if isinstance(exc, OSError):
+                    raise write_error(final, exc) from None
+                raise
+            renamed.append(final)
+        self._done = []
+        return renamed
 
     def abort(self) -> None:
         for tmp, _ in self._done:
             _remove_quietly(tmp)
         self._done = []
         self._pending = []
+        self._pending_rows = self._pending_bytes = 0
 
 
 def existing_shards(folder: str, prefix: str) -> Iterable[str]:

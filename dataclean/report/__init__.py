@@ -1,0 +1,86 @@
+"""``report.html``: one self-contained page that explains a finished run, readable offline.
+
+It reads only the files of the output folder (``manifest.json``, ``stats/``, ``dedup/``, ``data/`` and
+``rejected/`` through DuckDB) and writes one HTML file with inline SVG charts (matplotlib), no script, and a
+Content-Security-Policy that lets nothing load. Sections: the run, the funnel, removals by stage and rule,
+sources × languages, every signal's histogram with its thresholds, quality scores per source,
+deduplication, the mixture (when the run had one) and a few removed documents per rule.
+
+    from dataclean.report import write_report
+    write_report("out/")                 # -> "out/report.html"
+"""
+from __future__ import annotations
+
+import os
+import traceback
+
+from dataclean.io.writers import write_text_atomic
+from dataclean.report.page import esc, page
+from dataclean.report.queries import RunTables, read_json
+from dataclean.report.thresholds import thresholds_from_config
+
+__all__ = ["ReportError", "render_report", "write_report"]
+
+
+class ReportError(Exception):
+    """The folder is not the output of a finished run."""
+
+
+def render_report(output_dir: str) -> str:
+    """The report of the run in ``output_dir`` as an HTML string."""
+    from dataclean.report import sections as S
+
+    summary = read_json(os.path.join(output_dir, "stats", "summary.json"))
+    if summary is None:
+        raise ReportError(f"{output_dir}: no stats/summary.json; is this the output folder of a finished "
+                          "dataclean run?")
+    manifest = read_json(os.path.join(output_dir, "manifest.json"))
+    tables = RunTables(output_dir)
+    try:
+        run = S.Run(output_dir, tables, manifest, summary)
+        funnel = [r for r in (S.rows(S.read_parquet(run.path("stats", "funnel.parquet"))))
+                  if r["source"] == "(all)"]
+        run.stages = [r["stage"] for r in sorted(funnel, key=lambda r: r["step"])] or list(summary.get("stages", []))
+        run.thresholds = thresholds_from_config((manifest or {}).get("config"))
+
+        parts: list[tuple[str, str, str]] = []
+
+        def add(anchor: str, title: str, build) -> None:
+            try:
+                html = build()
+            except Exception:  # one broken section must not cost the whole report
+                html = S.section(anchor, title, '<pre class="section-error">'
+                                 + esc(traceback.format_exc(limit=3)) + "</pre>")
+            if html:
+                parts.append((anchor, title, html))
+
+        try:
+            removals = S.removal_rows(run)
+        except Exception:  # stats/removed.parquet unreadable: the sections that use it say "nothing removed"
+            removals = []
+        add("run", "Run", lambda: S.run_section(run))
+        add("funnel", "Funnel", lambda: S.funnel_section(run))
+        add("removals", "Removals", lambda: S.removals_section(run, removals))
+        add("sources", "Sources", lambda: S.sources_section(run))
+        add("signals", "Signals", lambda: S.signals_section(run, removals))
+        add("quality", "Quality", lambda: S.quality_section(run))
+        add("dedup", "Dedup", lambda: S.dedup_section(run, removals))
+        add("mixture", "Mixture", lambda: S.mixture_section(run))
+        add("examples", "Examples", lambda: S.examples_section(run, removals))
+    finally:
+        tables.close()
+    finished = (manifest or {}).get("finished_at", "")
+    title = "dataclean report"
+    subtitle = f"{os.path.abspath(output_dir)}" + (f" · finished {finished}" if finished else "")
+    footer = (f"dataclean {(manifest or {}).get('versions', {}).get('dataclean', '?')} · config "
+              f"{(manifest or {}).get('config_hash', '?')} · this page loads nothing from the network")
+    return page(title, subtitle, [(a, t) for a, t, _ in parts], "".join(h for _, _, h in parts), footer)
+
+
+def write_report(output_dir: str, path: str | None = None) -> str:
+    """Write the report of the run in ``output_dir`` to ``path`` (default ``output_dir/report.html``)
+    atomically, and return the path."""
+    path = path or os.path.join(output_dir, "report.html")
+    html = render_report(output_dir)
+    write_text_atomic(html, os.path.abspath(path))
+    return path

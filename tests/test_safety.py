@@ -1,0 +1,75 @@
+"""Safety: a config cannot run code, and a run never writes where it would read (or delete what is not its own).
+
+Tested elsewhere, not repeated here: pickled model files are refused without being unpickled
+(tests/test_quality_linear.py::test_pickles_are_never_unpickled); ``--fresh`` keeps a user's file beside a
+run's entries (tests/test_e2e.py::test_changed_config_is_refused_then_fresh_restarts) and refuses a folder
+dataclean did not write (tests/test_e2e.py::test_refuses_foreign_output_folder).
+"""
+from __future__ import annotations
+
+import pytest
+
+from conftest import REPO, run_cli
+from dataclean.config import ConfigError, resolve_config
+from hostile import write_jsonl
+
+FOUNDATION = REPO / "tests" / "configs" / "foundation.yaml"
+
+
+@pytest.mark.parametrize("tag", ["!!python/object/apply:os.system", "!!python/object/new:os.system",
+                                 "!!python/name:os.system"])
+def test_yaml_python_tags_are_refused_not_run(tmp_path, tag):
+    marker = tmp_path / "ran"
+    cfg = tmp_path / "evil.yaml"
+    cfg.write_text(f'pipeline: {tag} ["touch {marker}"]\n')
+    with pytest.raises(ConfigError, match="is not valid YAML: could not determine a constructor"):
+        resolve_config(str(cfg))
+    assert not marker.exists()
+
+
+def test_yaml_python_tag_through_the_cli(tmp_path):
+    marker = tmp_path / "ran"
+    (tmp_path / "evil.yaml").write_text(f'pipeline: !!python/object/apply:os.system ["touch {marker}"]\n')
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "hello"}])
+    res = run_cli("run", "in", "-o", "out", "--config", "evil.yaml", "--quiet", cwd=tmp_path)
+    assert res.returncode == 2
+    assert res.stderr.startswith("error: config evil.yaml is not valid YAML: could not determine a constructor "
+                                 "for the tag 'tag:yaml.org,2002:python/object/apply:os.system'")
+    assert "Traceback" not in res.stderr
+    assert not marker.exists() and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("inputs, output", [
+    (["in"], "in"),  # the output folder is the input folder
+    (["in"], "in/out"),  # inside it: the next run would read the output as input
+    (["in/**/*.jsonl"], "in/deep/out"),  # inside a recursive glob's root
+])
+def test_output_inside_an_input_folder_is_refused(tmp_path, inputs, output):
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "hello"}])
+    res = run_cli("run", *inputs, "-o", output, "--config", FOUNDATION, "--quiet", cwd=tmp_path)
+    assert res.returncode == 2, res.stdout
+    assert res.stderr.splitlines() == [f"error: output folder {output} is inside the input folder {inputs[0]}; its "
+                                       "files would be read as input by the next run: choose an output folder "
+                                       "outside the inputs"]
+    assert sorted(p.name for p in (tmp_path / "in").rglob("*")) == ["a.jsonl"]  # nothing written there
+
+
+def test_output_beside_a_named_input_file_is_allowed(tmp_path):
+    """A file named on the command line is read, not searched: an output folder next to it is not input."""
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "hello there"}])
+    for _ in range(2):  # and the rerun is the same run
+        res = run_cli("run", "in/a.jsonl", "-o", "in/out", "--config", FOUNDATION, "--quiet", cwd=tmp_path)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.startswith("1 records in: 1 kept")
+
+
+def test_fresh_on_a_dataclean_output_removes_only_its_entries(tmp_path):
+    """``--fresh`` after a finished run: the run's entries go, a file the user put beside them stays."""
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "hello there"}])
+    assert run_cli("run", "in", "-o", "out", "--config", FOUNDATION, "--quiet", cwd=tmp_path).returncode == 0
+    (tmp_path / "out" / "NOTES.md").write_text("mine")
+    (tmp_path / "out" / "data" / "stray.tmp").write_text("x")  # in a dataclean folder: dataclean's to remove
+    res = run_cli("run", "in", "-o", "out", "--config", FOUNDATION, "--quiet", "--fresh", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "out" / "NOTES.md").read_text() == "mine"
+    assert not (tmp_path / "out" / "data" / "stray.tmp").exists()
