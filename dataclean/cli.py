@@ -249,6 +249,45 @@ def report(output, path) -> None:
     click.echo(f"report: {written}")
 
 
+@main.command()
+@click.argument("reference")
+@click.argument("candidate")
+@click.option("-o", "--output", default="compare-out", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for compare.json and compare.html.")
+@click.option("--gates", "gates_path", type=click.Path(exists=True, dir_okay=False),
+              help="YAML gates merged onto rules/compare/default.yaml.")
+@click.option("--sample", default=20000, show_default=True, type=click.IntRange(1),
+              help="Documents sampled per side (by id hash).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the sample.")
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
+              help="Pipeline config whose pass-1 signals are compared (default: rules/default.yaml).")
+def compare(reference, candidate, output, gates_path, sample, seed, config_path) -> None:
+    """Compare CANDIDATE with REFERENCE (files, folders, globs or run output folders) and check the gates.
+
+    Exit 0: every gate passed; 1: a gate failed (listed); 2: usage or input error."""
+    from dataclean.compare import CompareError, compare as run_compare
+
+    try:
+        result = run_compare(reference, candidate, output, gates_path=gates_path, sample=sample, seed=seed,
+                             config=config_path)
+    except CompareError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    for side in ("reference", "candidate"):
+        s = result[side]
+        click.echo(f"{side}: {s['sampled']:,} of {s['records']:,} documents sampled from {s['input']}")
+    n_fail = len(result["failed"])
+    click.echo(f"gates: {len(result['gates']) - n_fail} passed, {n_fail} failed "
+               f"({result['seconds']['total']:.1f} s)")
+    for g in result["gates"]:
+        if not g["passed"]:
+            value = "not measured" if g["value"] is None else f"{g['value']:.4g}"
+            click.echo(f"FAIL {g['gate']}: {value} (bound {g['op']} {g['bound']:g}; {g['what']})")
+    click.echo(f"results: {output}/compare.html  {output}/compare.json")
+    if n_fail:
+        sys.exit(1)
+
+
 def _attach_quality() -> None:
     from dataclean.quality.cli import quality
 
