@@ -306,8 +306,8 @@ class WordLists(Stage):
     rule_specs = [
         RuleSpec("lists_url_domain", "lists_url_blocked", ("block_url_column",), "flag",
                  "the host of the url column is on a domain list"),
-        RuleSpec("lists_text_domains", "lists_blocked_hosts", ("min_blocked_hosts",), "min",
-                 "listed hosts mentioned in the text at least this often"),
+        RuleSpec("lists_text_domains", "lists_blocked_hosts", ("min_blocked_hosts",), "max",
+                 "removed when listed hosts are mentioned in the text at least min_blocked_hosts times"),
         RuleSpec("lists_bad_words", "lists_bad_word_ratio", ("max_bad_word_ratio", "min_bad_words"), "max",
                  "bad words per word (zh: per Han character), with at least min_bad_words matches"),
     ]
