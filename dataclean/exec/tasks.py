@@ -3,9 +3,11 @@ local process pool, Ray) can run it; each writes its outputs atomically and then
 """
 from __future__ import annotations
 
+import errno
 import glob
 import json
 import os
+import shutil
 import time
 import traceback
 from dataclasses import dataclass
@@ -20,7 +22,7 @@ from dataclean.config import config_hash
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.layout import Layout
 from dataclean.io.readers import ColumnMapping, InputFileError, read_shard
-from dataclean.io.writers import ShardWriter, WriteError, write_json_atomic
+from dataclean.io.writers import ShardWriter, WriteError, tmp_name, write_error, write_json_atomic
 from dataclean.pipeline import Pipeline, conform
 from dataclean.stages.base import with_columns
 
@@ -84,7 +86,9 @@ def pass1_task(spec: TaskSpec) -> dict:
     _clear(glob.glob(os.path.join(folder, "*")) + glob.glob(os.path.join(folder, ".*")))
     docs = ShardWriter(folder, "docs", pipe.survivor_schema(), max_rows=cfg["output"]["shard_max_rows"],
                        max_bytes=cfg["output"]["shard_max_mb"] << 20)
-    rejected = ShardWriter(folder, "rejected", pipe.ledger_schema())
+    # the ledger part of pass 1 is final as written: pass 2 links these files into rejected/
+    rejected = ShardWriter(folder, "rejected", pipe.ledger_schema(), max_rows=cfg["output"]["shard_max_rows"],
+                           max_bytes=cfg["output"]["shard_max_mb"] << 20)
     cols = cfg["input"]["columns"]
     mapping = ColumnMapping(text=cols["text"], id=cols["id"], source=cols["source"], url=cols["url"],
                             lang=cols["lang"], default_source=cfg["input"]["default_source"])
@@ -157,8 +161,7 @@ def pass2_task(spec: TaskSpec) -> dict:
     data = ShardWriter(lay.data, prefix, out_schema, max_rows=cfg["output"]["shard_max_rows"],
                        max_bytes=cfg["output"]["shard_max_mb"] << 20,
                        row_group_rows=cfg["output"]["row_group_rows"])
-    ledger_parts = [conform(b, ledger_schema) for f in sorted(glob.glob(os.path.join(lay.pass1_dir(spec.task), "rejected-*.parquet")))
-                    for b in pq.read_table(f).to_batches()]
+    ledger_parts = []  # removals of the global step; pass 1's ledger files are linked, not rewritten
     repeats = None
     if os.path.exists(lay.repeats):  # a mixture recipe repeats some documents (extra epochs)
         from dataclean.stages.mixture import expand_repeats
@@ -177,23 +180,46 @@ def pass2_task(spec: TaskSpec) -> dict:
                 batch = expand_repeats(batch, repeats)
                 copies += batch.num_rows - before
             data.write(conform(batch, out_schema))
-    ledger = pa.Table.from_batches(ledger_parts, schema=ledger_schema)
-    ledger = ledger.sort_by([("origin_row", "ascending")])
-    rej = ShardWriter(lay.rejected, prefix, ledger_schema, max_rows=cfg["output"]["shard_max_rows"],
+    ledger = pa.Table.from_batches(ledger_parts, schema=ledger_schema)  # in input order already
+    rej = ShardWriter(lay.rejected, prefix + "-global", ledger_schema, max_rows=cfg["output"]["shard_max_rows"],
                       max_bytes=cfg["output"]["shard_max_mb"] << 20)
     try:
         rej.write(ledger)
         data.commit(write_empty=True)
         failpoint(f"pass2-files-{spec.task}")  # data/ renamed, ledger part and marker not yet written
-        rej.commit(write_empty=True)
+        pass1_removed = _link_pass1_ledger(lay, spec.task, prefix)
+        rej.commit()
     except BaseException:
         data.abort()
         rej.abort()
         raise
-    result = {"task": spec.task, "kept": kept, "copies": copies, "removed": ledger.num_rows, "fingerprint": spec.fingerprint,
-              "seconds": round(time.time() - started, 3)}
+    result = {"task": spec.task, "kept": kept, "copies": copies, "removed": pass1_removed + ledger.num_rows,
+              "fingerprint": spec.fingerprint, "seconds": round(time.time() - started, 3)}
     write_json_atomic(result, lay.marker(f"pass2-{spec.task:05d}"))
     return result
+
+
+def _link_pass1_ledger(lay: Layout, task: int, prefix: str) -> int:
+    """Put pass 1's ledger files of ``task`` into rejected/ as ``<prefix>-NNNNN.parquet`` by hard link (a copy
+    where the file system has none): the removed text is written once, not read back and rewritten. A link
+    appears whole or not at all; the files in _work stay until the run is final, so a rerun links again."""
+    rows = 0
+    for i, src in enumerate(sorted(glob.glob(os.path.join(lay.pass1_dir(task), "rejected-*.parquet")))):
+        dst = os.path.join(lay.rejected, f"{prefix}-{i:05d}.parquet")
+        try:
+            os.link(src, dst)
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+                raise write_error(dst, exc) from None
+            tmp = tmp_name(dst)
+            try:
+                shutil.copyfile(src, tmp)
+                os.replace(tmp, dst)
+            except OSError as exc2:
+                _clear([tmp])
+                raise write_error(dst, exc2) from None
+        rows += pq.ParquetFile(dst).metadata.num_rows
+    return rows
 
 
 def _global_ledger_rows(gone: pa.RecordBatch, removals: pa.Table, schema: pa.Schema,
