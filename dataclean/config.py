@@ -99,7 +99,7 @@ def resolve_mixture(value: Any) -> dict | None:
     """The mixture recipe as a mapping: a path is read here, so the config hash covers the recipe's content."""
     from dataclean.mixture import RecipeError, parse_recipe, recipe_search_paths
 
-    if value is None or (isinstance(value, dict) and value.get("recipe_path")):
+    if value is None:
         return value
     if isinstance(value, str):
         for path in recipe_search_paths(value, str(rules_dir())):

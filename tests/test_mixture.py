@@ -231,9 +231,42 @@ def test_cli_reports_a_bad_recipe_without_traceback(corpus, tmp_path):
     assert "recipe 'no-such-recipe' not found" in res.stderr and "Traceback" not in res.stderr
 
 
-def test_expand_repeats_orders_copies_after_their_original():
+def test_expand_repeats_writes_one_batch_per_epoch():
     batch = pa.RecordBatch.from_pydict({"id": ["a", "b", "c"], "doc_key": [5, 7, 9], "mix_epoch": [0, 0, 0]})
     reps = pa.table({"doc_key": pa.array([7, 9], pa.int64()), "copies": pa.array([3, 2], pa.int64())})
     out = expand_repeats(batch, reps)
-    assert out.column("id").to_pylist() == ["a", "b", "b#epoch1", "b#epoch2", "c", "c#epoch1"]
-    assert out.column("mix_epoch").to_pylist() == [0, 0, 1, 2, 0, 1]
+    assert [b.column("id").to_pylist() for b in out] == [["a", "b", "c"], ["b#epoch1", "c#epoch1"], ["b#epoch2"]]
+    assert [b.column("mix_epoch").to_pylist() for b in out] == [[0, 0, 0], [1, 1], [2]]
+    assert expand_repeats(batch, reps, "#x")[2].column("id").to_pylist() == ["b#x2"]
+
+
+def test_copy_ids_never_collide_with_input_ids(tmp_path):
+    """An input that already has an id `a#epoch1` (say, an earlier mixture's output) gets another suffix."""
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("\n".join(json.dumps({"id": i, "text": t, "source": "web"}) for i, t in
+                             [("a", "first document here"), ("a#epoch1", "second document text")]) + "\n")
+    recipe = {"budget_tokens": 100, "max_epochs": 10, "sources": {"web": {"weight": 1.0}}}
+    out = tmp_path / "out"
+    _run(inp, out, _write(tmp_path, recipe))
+    ids = _data(out).column("id").to_pylist()
+    assert len(ids) == len(set(ids)) and "a#mix-epoch1" in ids and "a#epoch1#mix-epoch1" in ids
+    assert run_cli("verify", out).returncode == 0
+
+
+def test_inspect_and_stats_count_a_repeated_document_once(corpus, tmp_path):
+    avail = _available(corpus)
+    out = tmp_path / "out"
+    _run(corpus, out, _write(tmp_path, _recipe(int(avail["books"] / 0.3 * 2.5))))  # books: 2-3 copies each
+    data = _data(out)
+    copy = next(i for i in data.column("id").to_pylist() if i.startswith("books-") and i.endswith("#epoch2"))
+    base = copy.split("#")[0]
+    text = data.filter(pc.equal(data.column("id"), base)).column("text")[0].as_py()
+    (tmp_path / "t.jsonl").write_text(json.dumps({"text": text}) + "\n")
+    res = run_cli("inspect", out, "--text-file", tmp_path / "t.jsonl", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    docs = json.loads(res.stdout)["documents"]
+    assert [d["id"] for d in docs] == [base] and "mix_epoch" not in docs[0]["percentiles"]
+    res = run_cli("inspect", out, "--id", copy, "--format", "json")  # a copy is found by its own id
+    assert res.returncode == 0 and json.loads(res.stdout)["documents"][0]["status"] == "kept"
+    summary = json.loads((out / "stats" / "summary.json").read_text())
+    assert summary["kept"] + summary["removed"] == summary["input_records"] < summary["output_docs"]

@@ -211,3 +211,23 @@ def test_stats_and_sql_show_a_mixture_table(out, tmp_path):
     assert stats["mixture"][1]["warning"] == "capped by max_epochs"
     assert run_query(str(copy), "SELECT count(*), sum(output_docs) FROM mixture").rows == [(3, 2071)]
     assert set(FILES) == set(VIEWS) - {"kept", "removed"}
+
+
+def test_terminal_output_never_carries_control_characters_from_the_data(tmp_path):
+    """A hostile id or source (ESC sequences, CR, BEL) is printed as U+FFFD: it cannot retitle, clear or
+    rewrite the terminal."""
+    import json as _json
+
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(_json.dumps({"id": "evil\x1b]0;PWNED\x07\rKEPT", "source": "web\x1b[2J",
+                                "text": "a perfectly ordinary document"}) + "\n")
+    out = tmp_path / "out"
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("pipeline:\n  - stage: normalize\noutput:\n  report: false\n")
+    assert run_cli("run", inp, "-o", out, "--config", cfg, "--quiet").returncode == 0
+    for args in (("sql", out, "SELECT id, source FROM kept"), ("stats", out),
+                 ("inspect", out, "--id", "evil\x1b]0;PWNED\x07\rKEPT")):
+        res = run_cli(*args)
+        assert res.returncode == 0, (args, res.stderr)
+        assert "\x1b" not in res.stdout and "\x07" not in res.stdout and "\r" not in res.stdout, args
+        assert "\ufffd" in res.stdout

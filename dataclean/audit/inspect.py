@@ -47,7 +47,7 @@ TEXT_PREVIEW_CHARS = 600
 #: Up to this many ids go into a literal ``IN (...)`` list (pushed into the Parquet scan); more are joined.
 IN_LIST_MAX = 1000
 #: Columns of ``kept`` that are numeric but not signals.
-NOT_SIGNALS = {"origin_row"}
+NOT_SIGNALS = {"origin_row", "mix_epoch"}
 NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
                  "UBIGINT", "FLOAT", "DOUBLE", "DECIMAL")
 SCRIPTS = ("Latin", "Han", "Hiragana", "Katakana", "Hangul", "Cyrillic", "Greek", "Arabic", "Hebrew", "Thai",
@@ -131,6 +131,11 @@ class Run:
         self.con = connect(out, views=VIEWS, errors={})
         self.views = set(views_of(self.con))
         self.kept_columns = dict(view_columns(self.con, "kept"))
+        # one row per kept record: a mixture's repeated copies (mix_epoch > 0) are not counted again
+        self.kept_records = "kept"
+        if "mix_epoch" in self.kept_columns:
+            self.con.execute("CREATE TEMP VIEW kept_records AS SELECT * FROM kept WHERE coalesce(mix_epoch, 0) = 0")
+            self.kept_records = "kept_records"
         self.signals = [c for c, t in self.kept_columns.items()
                         if c not in NOT_SIGNALS and t.split("(")[0] in NUMERIC_TYPES]
         self.rule_signals = _rule_signals()
@@ -255,7 +260,7 @@ def _match_texts(run: Run, queries: list[Query]) -> tuple[dict, list[Query]]:
             candidates.setdefault(b, []).append(q)
     run.con.register("_inspect_texts", pa.table({"text": pa.array(list(candidates), pa.string())}))
     matches: dict[int, list] = {}
-    for status, view in (("kept", "kept"), ("removed", "removed")):
+    for status, view in (("kept", run.kept_records), ("removed", "removed")):
         if "text" not in dict(view_columns(run.con, view)):
             continue
         for row in run.rows(view, "text IN (SELECT text FROM _inspect_texts)"):  # a hash join on the text
@@ -434,7 +439,7 @@ def _percentiles(run: Run, rows: list[dict]) -> list[dict]:
     signals = [s for s in run.signals if any(_numeric(r.get(s)) for r in rows)]
     if not rows or not signals:
         return [{} for _ in rows]
-    n_kept = run.con.execute("SELECT count(*) FROM kept").fetchall()[0][0]
+    n_kept = run.con.execute(f"SELECT count(*) FROM {run.kept_records}").fetchall()[0][0]
     if not n_kept:
         return [{} for _ in rows]
     qs = "[" + ", ".join(f"{k / 100:.2f}" for k in range(101)) + "]"
@@ -456,7 +461,8 @@ def _percentiles(run: Run, rows: list[dict]) -> list[dict]:
     groups: dict = {}
     for r in run.con.execute(f"""
             SELECT grouping(source, lang) AS g, source, lang, {aggregates(signals)}
-            FROM kept WHERE {' OR '.join(where)} GROUP BY GROUPING SETS ((source, lang), (lang))""").fetchall():
+            FROM {run.kept_records} WHERE {' OR '.join(where)}
+            GROUP BY GROUPING SETS ((source, lang), (lang))""").fetchall():
         key = ("source_lang", r[1], r[2]) if r[0] == 0 else ("lang", None, r[2])
         groups[key] = {s: (r[3 + 2 * k], r[4 + 2 * k]) for k, s in enumerate(signals)}
 
@@ -470,7 +476,7 @@ def _percentiles(run: Run, rows: list[dict]) -> list[dict]:
 
     missing = sorted({s for row in rows for s in signals if _numeric(row.get(s)) and pick(row, s) is None})
     if missing:
-        r = run.con.execute(f"SELECT {aggregates(missing)} FROM kept").fetchall()[0]
+        r = run.con.execute(f"SELECT {aggregates(missing)} FROM {run.kept_records}").fetchall()[0]
         groups[("all", None, None)] = {s: (r[2 * k], r[2 * k + 1]) for k, s in enumerate(missing)}
     out = []
     for row in rows:

@@ -17,6 +17,22 @@ from rich.text import Text
 CELL_CHARS = 120  # longest string cell of an sql result table; csv/json print everything
 
 
+# Control characters in data (ESC sequences, CR, BEL ...) would act on the terminal: shown as U+FFFD instead.
+_TERMINAL_CONTROLS = {c: "\ufffd" for c in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]}
+
+
+def safe(value):
+    """``value`` with every string in it (also inside lists, tuples and dicts) free of control characters
+    other than newline and tab, so that data printed to a terminal cannot retitle, clear or rewrite it."""
+    if isinstance(value, str):
+        return value.translate(_TERMINAL_CONTROLS)
+    if isinstance(value, dict):
+        return {safe(k): safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(safe(v) for v in value)
+    return value
+
+
 def console() -> Console:
     con = Console()
     if not con.is_terminal:
@@ -58,6 +74,7 @@ def _table(title: str, columns: list[str], numeric: set[str] | None = None, spli
 # --- stats --------------------------------------------------------------------------------------------------
 
 def render_stats(stats: dict, con: Console | None = None) -> None:
+    stats = safe(stats)
     con = con or console()
     s = stats["summary"]
     con.print(Text(f"run: {stats['out']}"))
@@ -128,11 +145,11 @@ def render_query(result, con: Console | None = None) -> None:
     from dataclean.audit.query import plain_value
 
     con = con or console()
-    numeric = {c for c, t in zip(result.columns, result.types)
+    numeric = {c for c, t in zip(safe(result.columns), result.types)
                if t.split("(")[0] in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UBIGINT", "UINTEGER",
                                       "FLOAT", "DOUBLE", "DECIMAL")}
-    t = _table("", result.columns, numeric)
-    for row in result.rows:
+    t = _table("", safe(result.columns), numeric)
+    for row in safe(result.rows):
         cells = []
         for v in row:
             if isinstance(v, str):
@@ -153,6 +170,7 @@ def render_query(result, con: Console | None = None) -> None:
 
 
 def render_views(views: list[dict], con: Console | None = None) -> None:
+    views = safe(views)
     con = con or console()
     t = _table("views", ["view", "rows", "files", "columns"], {"rows", "files"})
     for v in views:
@@ -185,6 +203,7 @@ def _fate_text(d: dict) -> str:
 
 
 def render_inspect(result: dict, con: Console | None = None) -> None:
+    result = safe(result)
     con = con or console()
     for d in result["documents"]:
         meta = _table("", ["field", "value"])

@@ -164,8 +164,9 @@ def pass2_task(spec: TaskSpec) -> dict:
     ledger_parts = []  # removals of the global step; pass 1's ledger files are linked, not rewritten
     repeats = None
     if os.path.exists(lay.repeats):  # a mixture recipe repeats some documents (extra epochs)
-        from dataclean.stages.mixture import expand_repeats
+        from dataclean.stages.mixture import expand_repeats, repeats_suffix
         repeats = pq.read_table(lay.repeats, filters=[("doc_key", ">=", lo), ("doc_key", "<", hi)])
+        suffix = repeats_suffix(pq.read_schema(lay.repeats))
     kept = copies = 0
     for path in sorted(glob.glob(os.path.join(lay.pass1_dir(spec.task), "docs-*.parquet"))):
         for batch in pq.ParquetFile(path).iter_batches(batch_size=cfg["input"]["batch_rows"]):
@@ -176,10 +177,11 @@ def pass2_task(spec: TaskSpec) -> dict:
                 batch = batch.filter(pc.invert(gone))
             kept += batch.num_rows
             if repeats is not None and repeats.num_rows:
-                before = batch.num_rows
-                batch = expand_repeats(batch, repeats)
-                copies += batch.num_rows - before
-            data.write(conform(batch, out_schema))
+                for i, part in enumerate(expand_repeats(batch, repeats, suffix)):
+                    copies += part.num_rows if i else 0
+                    data.write(conform(part, out_schema))
+            else:
+                data.write(conform(batch, out_schema))
     ledger = pa.Table.from_batches(ledger_parts, schema=ledger_schema)  # in input order already
     rej = ShardWriter(lay.rejected, prefix + "-global", ledger_schema, max_rows=cfg["output"]["shard_max_rows"],
                       max_bytes=cfg["output"]["shard_max_mb"] << 20)

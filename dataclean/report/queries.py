@@ -221,9 +221,14 @@ def quality_by_source(t: RunTables, bins: int = 20) -> dict:
             entry = hist.setdefault(source, {"kept": [0] * bins, "removed": [0] * bins})
             entry["kept" if view == "kept" else "removed"][b] += n
     quant = {}
+    # exact quantiles (approx_quantile differs from run to run) over at most ~1M documents: a sample by the
+    # md5 of the id when there are more, so the same run gives the same page
+    n = t.con.sql(f"SELECT count(*) FROM kept WHERE {t.kept_filter} AND quality_score IS NOT NULL").fetchall()[0][0]
+    every = max(1, -(-n // 1_000_000))
+    sample = "true" if every == 1 else f"md5_number(id) % {every} = 0"
     for source, n, mean, qs in t.con.sql(f"""
             SELECT coalesce(source, 'unknown'), count(*), avg(quality_score),
-                   approx_quantile(quality_score, [0.1, 0.25, 0.5, 0.75, 0.9])
+                   quantile_cont(quality_score, [0.1, 0.25, 0.5, 0.75, 0.9]) FILTER (WHERE {sample})
             FROM kept WHERE {t.kept_filter} AND quality_score IS NOT NULL GROUP BY ALL""").fetchall():
         quant[source] = {"n": n, "mean": mean, "q": qs}
     return {"edges": [i / bins for i in range(bins + 1)], "hist": dict(sorted(hist.items())), "quantiles": quant}

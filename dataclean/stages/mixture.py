@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataclean.io.writers import atomic_write_table
+from dataclean.io.writers import atomic_write_table, tmp_name, write_errors
 from dataclean.mixture import Recipe, parse_recipe
 from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
 
@@ -93,7 +93,8 @@ class Mixture(Stage):
                 FROM mix_docs WHERE mix_source IS NULL""")
         totals = {row[0]: (int(row[1]), int(row[2])) for row in con.sql(
             "SELECT mix_source, count(*), sum(tok) FROM mix_docs WHERE mix_source IS NOT NULL GROUP BY 1").fetchall()}
-        repeats = []
+        # doc_key -> copies for documents used more than once (a full epoch lists all, the partial one its picks)
+        con.execute("CREATE OR REPLACE TEMP TABLE mix_rep (doc_key BIGINT, copies BIGINT)")
         rows = []
         for src in r.sources:
             n_docs, avail = totals.get(src.name, (0, 0))
@@ -114,7 +115,7 @@ class Mixture(Stage):
             selected_partial = 0
             partial_tokens = 0
             if rem > 0 and n_docs:
-                order = (f"q DESC NULLS LAST, " if src.select == "quality" else "") + \
+                order = ("q DESC NULLS LAST, " if src.select == "quality" else "") + \
                     f"md5_number('{r.seed}:{full}:' || id), id"
                 con.execute(f"""CREATE OR REPLACE TEMP TABLE mix_rank AS
                     SELECT doc_key, tok, rk, before, (before + tok <= {rem}) AS pick FROM (
@@ -131,18 +132,17 @@ class Mixture(Stage):
                                'source {name}: {rem:,} of {avail:,} available tokens taken ({src.select} order, seed {r.seed})',
                                NULL
                         FROM mix_rank WHERE NOT pick""")
-                picked = con.sql("SELECT doc_key FROM mix_rank WHERE pick").fetchnumpy()["doc_key"]
-                if full >= 1 and len(picked):
-                    repeats.append((picked.astype(np.int64), full + 1))
+                if full >= 1:
+                    con.execute(f"INSERT INTO mix_rep SELECT doc_key, {full + 1} FROM mix_rank WHERE pick")
                 con.execute("DROP TABLE mix_rank")
             elif full == 0 and n_docs:
+                why = "target of 0 tokens" if target == 0 else f"its documents hold 0 tokens (target {target:,})"
                 con.execute(f"""INSERT INTO removals
-                    SELECT doc_key, '{self.name}', 'mixture_downsampled', 'mixture_downsampled', 0.0, 0.0,
-                           'source {name}: target of 0 tokens', NULL
+                    SELECT doc_key, '{self.name}', 'mixture_downsampled', 'mixture_downsampled', 0.0, {float(target)},
+                           'source {name}: {why}', NULL
                     FROM mix_docs WHERE mix_source = '{name}'""")
             if full >= 2:
-                keys = con.sql(f"SELECT doc_key FROM mix_docs WHERE mix_source = '{name}'").fetchnumpy()["doc_key"]
-                repeats.append((keys.astype(np.int64), full))
+                con.execute(f"INSERT INTO mix_rep SELECT doc_key, {full} FROM mix_docs WHERE mix_source = '{name}'")
             achieved = full * avail + partial_tokens
             out_docs = full * n_docs + selected_partial
             if warning is None and target > 0 and avail and target / avail > src.max_epochs:
@@ -158,8 +158,9 @@ class Mixture(Stage):
         total = sum(row["achieved_tokens"] for row in rows)
         for row in rows:
             row["achieved_weight"] = row["achieved_tokens"] / total if total else 0.0
+        self._write_repeats(ctx, con)
         con.execute("DROP TABLE mix_docs")
-        self._write_repeats(ctx, repeats)
+        con.execute("DROP TABLE mix_rep")
         atomic_write_table(pa.Table.from_pylist(rows, schema=MIXTURE_STATS_SCHEMA),
                            os.path.join(ctx.lay.stats, "mixture.parquet"))
 
@@ -171,41 +172,63 @@ class Mixture(Stage):
         gap = rem - int(con.sql("SELECT coalesce(sum(tok), 0) FROM mix_rank WHERE pick").fetchall()[0][0])
         if gap <= 0:
             return
-        cand = con.sql(f"SELECT rk, tok FROM mix_rank WHERE NOT pick AND tok <= {gap} ORDER BY rk").fetchnumpy()
+        reader = con.sql(f"SELECT rk, tok FROM mix_rank WHERE NOT pick AND tok <= {gap} ORDER BY rk") \
+            .to_arrow_reader(65536)
         take = []
-        for rk, tok in zip(cand["rk"].tolist(), cand["tok"].tolist()):
-            if tok <= gap:
-                take.append(rk)
-                gap -= tok
-                if gap == 0:
-                    break
+        for batch in reader:  # streamed: the walk usually stops long before the end
+            for rk, tok in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                if tok <= gap:
+                    take.append(rk)
+                    gap -= tok
+                    if gap == 0:
+                        break
+            if gap == 0:
+                break
+        reader.close()  # the connection runs the next statement only once this result is done with
         if take:
             con.execute("CREATE OR REPLACE TEMP TABLE mix_fill AS SELECT unnest($1::BIGINT[]) AS rk", [take])
             con.execute("UPDATE mix_rank SET pick = true WHERE rk IN (SELECT rk FROM mix_fill)")
             con.execute("DROP TABLE mix_fill")
 
-    @staticmethod
-    def _write_repeats(ctx, parts) -> None:
-        """doc_key -> copies (>= 2); a document in a full epoch and in the partial one counts once per epoch."""
-        if parts:
-            keys = np.concatenate([k for k, _ in parts])
-            copies = np.concatenate([np.full(len(k), c, np.int64) for k, c in parts])
-            # full epochs listed every key with `full`; the partial epoch listed its picks with full + 1
-            order = np.lexsort((-copies, keys))
-            keys, copies = keys[order], copies[order]
-            first = np.ones(len(keys), bool)
-            first[1:] = keys[1:] != keys[:-1]
-            keys, copies = keys[first], copies[first]
-        else:
-            keys = copies = np.zeros(0, np.int64)
-        atomic_write_table(pa.table({"doc_key": keys, "copies": copies}, schema=REPEATS_SCHEMA), ctx.lay.repeats)
+    def _write_repeats(self, ctx, con) -> None:
+        """``_work/global/repeats.parquet``: doc_key -> copies (>= 2), sorted by doc_key, written by DuckDB
+        (out of core), with the id suffix of the copies in its metadata. The suffix is ``#epoch`` unless a
+        surviving document already has an id a copy would get; then ``#mix-epoch``, ``#mix-epoch-`` ... (the
+        first that collides with nothing), so ids in data/ stay unique."""
+        con.execute("""CREATE OR REPLACE TEMP TABLE mix_rep_final AS
+                       SELECT doc_key, max(copies) AS copies FROM mix_rep GROUP BY doc_key HAVING max(copies) >= 2""")
+        suffix = "#epoch"
+        for attempt in range(100):
+            suffix = "#epoch" if attempt == 0 else "#mix-epoch" + "-" * (attempt - 1)
+            clash = con.sql(f"""
+                SELECT count(*) FROM (
+                    SELECT d.id || '{suffix}' || k::VARCHAR AS copy_id
+                    FROM mix_rep_final r JOIN mix_docs d USING (doc_key), range(1, r.copies) t(k))
+                WHERE copy_id IN (SELECT id FROM mix_docs)""").fetchall()[0][0]
+            if clash == 0:
+                break
+        path = ctx.lay.repeats
+        tmp = tmp_name(path)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with write_errors(path):
+            con.execute(f"COPY (SELECT doc_key, copies FROM mix_rep_final ORDER BY doc_key) TO '{_sql_str(tmp)}' "
+                        f"(FORMAT parquet, COMPRESSION zstd, KV_METADATA {{copy_id_suffix: '{suffix}'}})")
+            os.replace(tmp, path)
+        con.execute("DROP TABLE mix_rep_final")
 
 
-def expand_repeats(batch: pa.RecordBatch, repeats: pa.Table) -> pa.RecordBatch:
-    """``batch`` with each document listed in ``repeats`` (sorted by doc_key) followed by its extra copies:
-    ids ``<id>#epoch<k>`` and ``mix_epoch = k`` for k = 1 .. copies - 1."""
+def repeats_suffix(schema: pa.Schema) -> str:
+    """The id suffix of repeated copies, from the repeats file's metadata (``#epoch`` by default)."""
+    meta = schema.metadata or {}
+    return meta.get(b"copy_id_suffix", b"#epoch").decode()
+
+
+def expand_repeats(batch: pa.RecordBatch, repeats: pa.Table, suffix: str = "#epoch") -> list[pa.RecordBatch]:
+    """``batch`` followed by the extra copies of its documents listed in ``repeats`` (sorted by doc_key), one
+    batch per epoch k = 1 .. copies - 1: ids ``<id><suffix><k>`` and ``mix_epoch = k``. One epoch at a time,
+    so memory stays at one batch whatever the number of epochs."""
     if repeats.num_rows == 0 or batch.num_rows == 0:
-        return batch
+        return [batch]
     rep_keys = repeats.column("doc_key").to_numpy()
     rep_copies = repeats.column("copies").to_numpy()
     keys = batch.column("doc_key").to_numpy()
@@ -213,13 +236,9 @@ def expand_repeats(batch: pa.RecordBatch, repeats: pa.Table) -> pa.RecordBatch:
     at_c = np.minimum(at, len(rep_keys) - 1)
     found = (at < len(rep_keys)) & (rep_keys[at_c] == keys)
     copies = np.where(found, rep_copies[at_c], 1)
-    if (copies == 1).all():
-        return batch
-    idx = np.repeat(np.arange(batch.num_rows), copies)
-    starts = np.repeat(np.cumsum(copies) - copies, copies)
-    epoch = np.arange(len(idx)) - starts
-    out = batch.take(pa.array(idx))
-    ep = pa.array(epoch.astype(np.int64))
-    suffix = pc.binary_join_element_wise("#epoch", pc.cast(ep, pa.string()), "")
-    ids = pc.if_else(pc.greater(ep, 0), pc.binary_join_element_wise(out.column("id"), suffix, ""), out.column("id"))
-    return with_columns(out, {"id": ids, "mix_epoch": ep})
+    out = [batch]
+    for k in range(1, int(copies.max())):
+        part = batch.filter(pa.array(copies > k))
+        ids = pc.binary_join_element_wise(part.column("id"), pa.scalar(f"{suffix}{k}"), "")
+        out.append(with_columns(part, {"id": ids, "mix_epoch": pa.array(np.full(part.num_rows, k, np.int64))}))
+    return out
