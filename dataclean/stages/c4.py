@@ -74,7 +74,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, batch_text, with_columns
-from dataclean.text import lines_batch
+from dataclean.text import kernels, lines_batch
 from dataclean.text.tokenize import ISOLATE
 
 CITATION = r"\[\d*\]|\[edit\]|\[citation needed\]"
@@ -214,7 +214,11 @@ class C4(Stage):
         # 2. citation markers
         citations = np.zeros(n_lines, dtype=np.int64)
         if self.remove_citations and n_lines:
-            citations = pc.count_substring_regex(flat, CITATION).to_numpy(zero_copy_only=False).astype(np.int64)
+            # (a citation needs a "[": the regex runs only on the lines that hold one)
+            bracket = np.flatnonzero(pc.match_substring(flat, "[").to_numpy(zero_copy_only=False))
+            if len(bracket):
+                counted = pc.count_substring_regex(flat.take(pa.array(bracket)), CITATION)
+                citations[bracket] = counted.to_numpy(zero_copy_only=False)
             if citations.any():
                 flat = pc.utf8_trim_whitespace(pc.replace_substring_regex(flat, CITATION, ""))
                 line_len = pc.utf8_length(flat).to_numpy(zero_copy_only=False)
@@ -247,7 +251,10 @@ class C4(Stage):
         if len(idx):
             # counting words is the slow part: only lines whose cheap lower bound is short are counted
             lines_checked = flat.take(pa.array(idx))
-            bound = pc.count_substring_regex(lines_checked, WORD_LOWER_BOUND).to_numpy(zero_copy_only=False)
+            if kernels.enabled():  # counting is cheap there: count every line
+                bound = np.zeros(len(idx))
+            else:
+                bound = pc.count_substring_regex(lines_checked, WORD_LOWER_BOUND).to_numpy(zero_copy_only=False)
             unsure = np.flatnonzero(bound < min_words[idx])
             if len(unsure):
                 counts = count_words(lines_checked.take(pa.array(unsure)))
@@ -384,10 +391,16 @@ _ISOLATE_ANY = ISOLATE.replace("(", "(?:", 1)
 
 def count_words(texts: pa.Array) -> np.ndarray:
     """Number of :func:`dataclean.text.words_batch` words per row (int64; null counts 0)."""
-    texts = pc.fill_null(texts.cast(pa.string()), "")
+    texts = texts.cast(pa.string())
+    if texts.null_count:
+        texts = pc.fill_null(texts, "")
     out = np.zeros(len(texts), dtype=np.int64)
     if not len(texts):
         return out
+    if kernels.enabled():
+        counts = kernels.count_words(texts)
+        if counts is not None:
+            return counts
     cjk = pc.match_substring_regex(texts, _ISOLATE_ANY).to_numpy(zero_copy_only=False)
     for rows, spaced in ((np.flatnonzero(~cjk), False), (np.flatnonzero(cjk), True)):
         if len(rows):

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, batch_text, with_columns
-from dataclean.text import WORDS_COLUMN, batch_words, lines_batch
+from dataclean.text import WORDS_COLUMN, batch_words, kernels, lines_batch
 
 #: Gopher's required English words (appendix A.1.1).
 ENGLISH_STOP_WORDS = ["the", "be", "to", "of", "and", "that", "have", "with"]
@@ -38,7 +38,8 @@ JAPANESE_STOP_WORDS = ["の", "に", "は", "を", "が", "と", "で", "た", "
 # Matched against single lines (Arrow's count_substring_regex restarts at each match as if at the start
 # of the text, so a ^ anchor cannot be counted over a whole document).
 # A line starts with a bullet: a bullet sign, or a Markdown list marker (- * +) followed by a space.
-BULLET_LINE = r"^[ \t\x{3000}]*(?:[•‣⁃◦∙●○◉■□▪▫◆◇►▶▸➢➤★☆✓✔·※]|[-*+](?:[ \t]|$))"
+BULLET_SIGNS = "•‣⁃◦∙●○◉■□▪▫◆◇►▶▸➢➤★☆✓✔·※"
+BULLET_LINE = rf"^[ \t\x{{3000}}]*(?:[{BULLET_SIGNS}]|[-*+](?:[ \t]|$))"
 # A line ends with an ellipsis (three dots or the ellipsis character), trailing spaces allowed.
 ELLIPSIS_LINE = r"(?:\.\.\.|…)[ \t\x{3000}]*$"
 # One ellipsis: a run of 3+ dots or of ellipsis characters ("......", Chinese "……" count once).
@@ -84,7 +85,11 @@ def _count(texts: pa.Array, pattern: str) -> np.ndarray:
 
 
 class _Words:
-    """The flattened words of a batch, dictionary-encoded once and shared by every signal."""
+    """The flattened words of a batch, dictionary-encoded once and shared by every signal.
+
+    Everything is computed when first asked for. With the compiled kernels and no dictionary asked for (the
+    repetition stage needs the codes, the quality stage does not), characters, letters and stop words are read
+    from the words' bytes directly, with the same results."""
 
     def __init__(self, lists: pa.ListArray):
         self.lists = lists
@@ -92,22 +97,71 @@ class _Words:
         offsets = lists.offsets.to_numpy()
         self.offsets = (offsets - offsets[0]).astype(np.int64)
         self.count = np.diff(self.offsets)
-        flat = lists.flatten()
+        self.flat = lists.flatten()
         self.parent = np.repeat(np.arange(self.n_docs, dtype=np.int64), self.count)
-        enc = pc.dictionary_encode(flat)
-        self.dictionary = enc.dictionary
-        self.codes = enc.indices.to_numpy(zero_copy_only=False)
-        # characters per word, looked up in the (much smaller) dictionary
-        self.length = pc.utf8_length(self.dictionary).to_numpy(zero_copy_only=False).astype(np.int64)[self.codes]
+        self._enc = None
+        self._length = None
+        self._props = None  # (characters, has a letter, is ASCII) per word, from the kernels
+
+    @property
+    def dictionary(self) -> pa.Array:
+        if self._enc is None:
+            self._enc = pc.dictionary_encode(self.flat)
+        return self._enc.dictionary
+
+    @property
+    def codes(self) -> np.ndarray:
+        if self._enc is None:
+            self._enc = pc.dictionary_encode(self.flat)
+        return self._enc.indices.to_numpy(zero_copy_only=False)
+
+    def _kernel_props(self) -> tuple | None:
+        """The kernels' per-word properties, unless the dictionary is there already (then it is cheaper)."""
+        if self._props is None and self._enc is None and kernels.enabled():
+            self._props = kernels.word_props(self.flat)
+        return self._props
+
+    @property
+    def length(self) -> np.ndarray:
+        """Characters per word."""
+        if self._length is None:
+            props = self._kernel_props()
+            if props is not None:
+                self._length = props[0]
+            else:  # looked up in the (much smaller) dictionary
+                self._length = pc.utf8_length(self.dictionary).to_numpy(zero_copy_only=False).astype(np.int64)[
+                    self.codes]
+        return self._length
+
+    def alpha(self) -> np.ndarray:
+        """Per word: does it hold a letter (RE2 ``\\pL``)?"""
+        props = self._kernel_props()
+        if props is not None:
+            return props[1]
+        return pc.match_substring_regex(self.dictionary, r"\pL").to_numpy(zero_copy_only=False)[self.codes]
 
     def per_doc(self, weights: np.ndarray) -> np.ndarray:
         """Sum of per-word ``weights`` for each document."""
         if len(self.parent) == 0:
             return np.zeros(self.n_docs, np.float64)
+        if weights.dtype.kind in "biu":  # integers: running sums are exact, and cheaper than bincount
+            cum = np.zeros(len(weights) + 1, np.int64)
+            np.cumsum(weights, out=cum[1:])
+            return (cum[self.offsets[1:]] - cum[self.offsets[:-1]]).astype(np.float64)
         return np.bincount(self.parent, weights=weights, minlength=self.n_docs)
 
     def in_set(self, words: list[str], lower: bool = True) -> np.ndarray:
         """Per word: is it one of ``words`` (case-insensitively when ``lower``)?"""
+        props = self._kernel_props() if lower else None
+        if props is not None:
+            # ASCII words compared in the kernel (Arrow's utf8_lower of ASCII is ASCII's lower case); the
+            # others through Arrow as below
+            hit, ascii_ = kernels.ascii_lower_in(self.flat, words), props[2]
+            other = np.flatnonzero(~ascii_)
+            if len(other):
+                d = pc.utf8_lower(self.flat.take(pa.array(other)))
+                hit[other] = pc.is_in(d, value_set=pa.array(words, pa.string())).to_numpy(zero_copy_only=False)
+            return hit
         d = pc.utf8_lower(self.dictionary) if lower else self.dictionary
         hit = pc.is_in(d, value_set=pa.array(words, pa.string())).to_numpy(zero_copy_only=False)
         return hit[self.codes]
@@ -237,24 +291,29 @@ class GopherQuality(Stage):
         words = _Words(batch_words(batch))
         n_words = words.count
         chars = words.per_doc(words.length)
-        alpha = pc.match_substring_regex(words.dictionary, r"\pL").to_numpy(zero_copy_only=False)[words.codes]
-        lines = lines_batch(texts)
-        flat = lines.flatten()
-        lparent = np.repeat(np.arange(len(texts), dtype=np.int64), np.diff(lines.offsets.to_numpy()))
-        nonblank = pc.utf8_length(pc.utf8_trim_whitespace(flat)).to_numpy(zero_copy_only=False) > 0
-        bullet = pc.match_substring_regex(flat, BULLET_LINE).to_numpy(zero_copy_only=False)
-        ell_end = pc.match_substring_regex(flat, ELLIPSIS_LINE).to_numpy(zero_copy_only=False)
-        n_lines = np.bincount(lparent, weights=nonblank, minlength=len(texts))
+        alpha = words.alpha()
+        if kernels.enabled():  # the same counts in one pass over the text's bytes
+            stats = np.ascontiguousarray(kernels.gopher_lines(texts, BULLET_SIGNS).T, dtype=np.float64)  # (5, n)
+            n_lines, bullets, ell_ends, hashes, ellipses = stats
+        else:
+            lines = lines_batch(texts)
+            flat = lines.flatten()
+            lparent = np.repeat(np.arange(len(texts), dtype=np.int64), np.diff(lines.offsets.to_numpy()))
+            nonblank = pc.utf8_length(pc.utf8_trim_whitespace(flat)).to_numpy(zero_copy_only=False) > 0
+            bullet = pc.match_substring_regex(flat, BULLET_LINE).to_numpy(zero_copy_only=False)
+            ell_end = pc.match_substring_regex(flat, ELLIPSIS_LINE).to_numpy(zero_copy_only=False)
+            n_lines = np.bincount(lparent, weights=nonblank, minlength=len(texts))
+            bullets = np.bincount(lparent, weights=bullet, minlength=len(texts))
+            ell_ends = np.bincount(lparent, weights=ell_end, minlength=len(texts))
+            hashes = pc.count_substring(texts, "#").to_numpy(zero_copy_only=False)
+            ellipses = _count(texts, ELLIPSIS)
         signals = {
             "gopher_word_count": pa.array(n_words, pa.int64()),
             "gopher_mean_word_length": pa.array(_safe_div(chars, n_words)),
-            "gopher_hash_ratio": pa.array(_safe_div(pc.count_substring(texts, "#").to_numpy(zero_copy_only=False),
-                                                    np.maximum(n_words, 1))),
-            "gopher_ellipsis_ratio": pa.array(_safe_div(_count(texts, ELLIPSIS), np.maximum(n_words, 1))),
-            "gopher_bullet_line_frac": pa.array(_safe_div(
-                np.bincount(lparent, weights=bullet, minlength=len(texts)), n_lines)),
-            "gopher_ellipsis_line_frac": pa.array(_safe_div(
-                np.bincount(lparent, weights=ell_end, minlength=len(texts)), n_lines)),
+            "gopher_hash_ratio": pa.array(_safe_div(hashes, np.maximum(n_words, 1))),
+            "gopher_ellipsis_ratio": pa.array(_safe_div(ellipses, np.maximum(n_words, 1))),
+            "gopher_bullet_line_frac": pa.array(_safe_div(bullets, n_lines)),
+            "gopher_ellipsis_line_frac": pa.array(_safe_div(ell_ends, n_lines)),
             "gopher_alpha_word_frac": pa.array(_safe_div(words.per_doc(alpha), n_words)),
         }
         count, unchecked = self._stop_word_count(batch, words)
@@ -296,6 +355,8 @@ class GopherQuality(Stage):
 # -- repetition ---------------------------------------------------------------------------------------------
 
 TOP_NGRAM_SIZES = (2, 3, 4)
+#: Paragraphs are separated by a blank line (RE2: ``\s`` is ``[\t\n\f\r ]``).
+PARAGRAPH_BREAK = r"\n[ \t\x{3000}]*\n\s*"
 DUP_NGRAM_SIZES = (5, 6, 7, 8, 9, 10)
 _SHIFT = np.uint64(32)
 _S33 = np.uint64(33)
@@ -371,6 +432,10 @@ def ngram_signals(codes: np.ndarray, length: np.ndarray, offsets: np.ndarray, pa
     grouped by one sort per n. An n-gram can only occur twice where its two (n-1)-grams both occur twice,
     so level n hashes and sorts only those candidate positions, which shrink quickly with n.
     """
+    if kernels.enabled():
+        out = kernels.ngram_signals(codes, length, offsets, top_sizes, dup_sizes)
+        if out is not None:
+            return out
     n_docs = len(offsets) - 1
     total = len(codes)
     if parent is None:
@@ -540,8 +605,12 @@ class GopherRepetition(Stage):
     def apply(self, batch: pa.RecordBatch) -> StageResult:
         texts = batch_text(batch)
         n = len(texts)
-        line_frac, line_chars = _dup_fracs(lines_batch(texts), n)
-        para_frac, para_chars = _dup_fracs(pc.split_pattern_regex(texts, r"\n[ \t\x{3000}]*\n\s*"), n)
+        if kernels.enabled():  # the same, in one pass over the text's bytes each
+            line_frac, line_chars = kernels.dup_fracs(texts, paragraphs=False)
+            para_frac, para_chars = kernels.dup_fracs(texts, paragraphs=True)
+        else:
+            line_frac, line_chars = _dup_fracs(lines_batch(texts), n)
+            para_frac, para_chars = _dup_fracs(pc.split_pattern_regex(texts, PARAGRAPH_BREAK), n)
         words = _Words(batch_words(batch))
         ngrams = ngram_signals(words.codes, words.length, words.offsets, words.parent)
         signals = {"gopher_dup_line_frac": line_frac, "gopher_dup_line_char_frac": line_chars,

@@ -1,0 +1,617 @@
+"""The numba functions behind :mod:`dataclean.text.kernels` (imported only when numba is; see there).
+
+Each function works on plain numpy views of Arrow buffers (``offsets`` int64 of n + 1 entries, ``data``
+uint8) and returns numpy arrays; :mod:`dataclean.text.kernels` wraps them back into Arrow arrays.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# bits of kernels.char_table()
+_WORD = 1
+_APOS = 2
+_LETTER = 4
+_ISO_SHIFT = 3
+_SPACE = 32
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _decode(data, i, end):
+    """(code point, byte length) of the UTF-8 sequence at data[i]; (-1, 0) when it is not valid UTF-8."""
+    b0 = np.int64(data[i])
+    if b0 < 0x80:
+        return b0, 1
+    if b0 < 0xC2:
+        return -1, 0
+    if b0 < 0xE0:
+        if i + 1 >= end:
+            return -1, 0
+        b1 = np.int64(data[i + 1])
+        if b1 & 0xC0 != 0x80:
+            return -1, 0
+        return ((b0 & 0x1F) << 6) | (b1 & 0x3F), 2
+    if b0 < 0xF0:
+        if i + 2 >= end:
+            return -1, 0
+        b1 = np.int64(data[i + 1])
+        b2 = np.int64(data[i + 2])
+        if b1 & 0xC0 != 0x80 or b2 & 0xC0 != 0x80:
+            return -1, 0
+        if (b0 == 0xE0 and b1 < 0xA0) or (b0 == 0xED and b1 >= 0xA0):
+            return -1, 0  # overlong, or a surrogate
+        return ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F), 3
+    if b0 < 0xF5:
+        if i + 3 >= end:
+            return -1, 0
+        b1 = np.int64(data[i + 1])
+        b2 = np.int64(data[i + 2])
+        b3 = np.int64(data[i + 3])
+        if b1 & 0xC0 != 0x80 or b2 & 0xC0 != 0x80 or b3 & 0xC0 != 0x80:
+            return -1, 0
+        if (b0 == 0xF0 and b1 < 0x90) or (b0 == 0xF4 and b1 >= 0x90):
+            return -1, 0
+        return ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F), 4
+    return -1, 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _class_at(data, i, end, table):
+    """(character class bits, byte length) of the character at data[i]; size 0 when it is not valid UTF-8."""
+    b = data[i]
+    if b < 0x80:
+        return table[b], 1
+    cp, size = _decode(data, i, end)
+    if size == 0:
+        return 0, 0
+    return table[cp], size
+
+
+@njit(cache=True, nogil=True)
+def words(data, offsets, table, out, word_offsets, list_offsets):
+    """The tokenizer (``tokenize.words_batch``): a word is a maximal run of word characters (letters, digits,
+    marks, apostrophes) that no isolation boundary cuts, with its apostrophes trimmed from both ends, when
+    something remains. An isolation boundary lies between two characters when either is Han, or when their
+    classes (none / Hiragana / Katakana) differ: exactly where the regex tokenizer puts spaces around a Han
+    character or a kana run.
+
+    Fills ``out`` (word bytes, as long as ``data``), ``word_offsets`` (int32) and ``list_offsets`` (int32,
+    n + 1) and returns the number of words; -1 when ``word_offsets`` is too short, -2 for invalid UTF-8."""
+    n = len(offsets) - 1
+    cap = len(word_offsets) - 1
+    word_offsets[0] = 0
+    list_offsets[0] = 0
+    nw = 0
+    nb = 0
+    for d in range(n):
+        i = offsets[d]
+        end = offsets[d + 1]
+        prev_iso = 0
+        start = -1  # first byte of the current word (its first non-apostrophe), -1 while none
+        stop = 0  # byte after its last non-apostrophe character
+        while i <= end:
+            if i < end:
+                t, size = _class_at(data, i, end, table)
+                if size == 0:
+                    return -2
+                iso = (t >> _ISO_SHIFT) & 3
+                cut = ((t & (_WORD | _APOS)) == 0) | (iso != prev_iso) | (iso == 1)
+            else:  # the end of the document ends its last word
+                t = 0
+                iso = 0
+                size = 1
+                cut = True
+            if cut:
+                if start >= 0:  # emit the word that ends before i
+                    if nw == cap:
+                        return -1
+                    for j in range(start, stop):  # (a loop: slice assignment allocates)
+                        out[nb] = data[j]
+                        nb += 1
+                    nw += 1
+                    word_offsets[nw] = nb
+                start = -1
+            if t & _WORD:
+                if start < 0:
+                    start = i
+                stop = i + size
+            prev_iso = iso
+            i += size
+        list_offsets[d + 1] = nw
+    return nw
+
+
+@njit(cache=True, nogil=True)
+def count_words(data, offsets, table):
+    """Words per string, as :func:`words` would emit them (int64); -1 for a string that is not valid UTF-8."""
+    n = len(offsets) - 1
+    counts = np.zeros(n, np.int64)
+    for d in range(n):
+        i = offsets[d]
+        end = offsets[d + 1]
+        prev_iso = 0
+        in_word = False  # the current token holds a word character
+        c = 0
+        while i < end:
+            t, size = _class_at(data, i, end, table)
+            if size == 0:
+                c = -1
+                break
+            iso = (t >> _ISO_SHIFT) & 3
+            if ((t & (_WORD | _APOS)) == 0) | (iso != prev_iso) | (iso == 1):
+                if in_word:
+                    c += 1
+                in_word = False
+            if t & _WORD:
+                in_word = True
+            prev_iso = iso
+            i += size
+        if c >= 0 and in_word:
+            c += 1
+        counts[d] = c
+    return counts
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _is_space_at(data, i, end, table):
+    """(Arrow whitespace?, byte length) of the character at data[i] (invalid UTF-8: not whitespace, 1 byte)."""
+    b = data[i]
+    if b < 0x80:
+        return (table[b] & _SPACE) != 0, 1
+    cp, size = _decode(data, i, end)
+    if size == 0:
+        return False, 1
+    return (table[cp] & _SPACE) != 0, size
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _hash_bytes(data, lo, hi):
+    """A 64-bit hash of data[lo:hi], eight bytes per step (equal bytes, equal hash)."""
+    h = np.uint64(hi - lo) * np.uint64(0x9E3779B97F4A7C15)
+    p = lo
+    while p + 8 <= hi:
+        w = np.uint64(0)
+        for q in range(8):
+            w |= np.uint64(data[p + q]) << np.uint64(8 * q)
+        h = (h ^ w) * np.uint64(0xFF51AFD7ED558CCD)
+        h ^= h >> np.uint64(32)
+        p += 8
+    w = np.uint64(0)
+    for q in range(hi - p):
+        w |= np.uint64(data[p + q]) << np.uint64(8 * q)
+    h = (h ^ w) * np.uint64(0xC4CEB9FE1A85EC53)
+    h ^= h >> np.uint64(29)
+    return h
+
+
+@njit(cache=True, nogil=True)
+def dup_fracs(data, offsets, table, paragraphs):
+    """``gopher._dup_fracs`` of the lines (``paragraphs`` False: items split on ``\\n``) or of the paragraphs
+    (items split on the regex ``\\n[ \\t\\x{3000}]*\\n\\s*``, RE2's ``\\s`` being ``[\\t\\n\\f\\r ]``) of each
+    string: items trimmed of Arrow's whitespace, blank ones ignored; returns (duplicate items / items,
+    characters of duplicate items / characters of items), 0 without items. A duplicate is equal (byte for
+    byte) to an earlier item of the same string."""
+    n = len(offsets) - 1
+    frac_items = np.zeros(n, np.float64)
+    frac_chars = np.zeros(n, np.float64)
+    longest = 0  # most line breaks in one string: items <= breaks + 1
+    for d in range(n):
+        breaks = 0
+        for i in range(offsets[d], offsets[d + 1]):
+            breaks += data[i] == 10
+        longest = max(longest, breaks)
+    item_start = np.empty(longest + 1, np.int64)
+    item_end = np.empty(longest + 1, np.int64)
+    item_chars = np.empty(longest + 1, np.int64)
+    cap = 16
+    while cap < 2 * (longest + 1):
+        cap *= 2
+    slots = np.full(cap, -1, np.int64)
+    hashes = np.empty(longest + 1, np.uint64)
+    for d in range(n):
+        i = offsets[d]
+        end = offsets[d + 1]
+        # 1. the items' raw bounds
+        m = 0
+        start = i
+        while i < end:
+            if data[i] == 10:
+                q = i + 1
+                if paragraphs:
+                    while q < end:
+                        if data[q] == 32 or data[q] == 9:
+                            q += 1
+                        elif q + 2 < end and data[q] == 0xE3 and data[q + 1] == 0x80 and data[q + 2] == 0x80:
+                            q += 3
+                        else:
+                            break
+                    if q < end and data[q] == 10:
+                        q += 1
+                        while q < end and (data[q] == 9 or data[q] == 10 or data[q] == 12 or data[q] == 13
+                                           or data[q] == 32):
+                            q += 1
+                    else:
+                        i = q if q > i + 1 else i + 1
+                        continue
+                item_start[m] = start
+                item_end[m] = i
+                m += 1
+                start = q
+                i = q
+            else:
+                i += 1
+        item_start[m] = start
+        item_end[m] = end
+        m += 1
+        # 2. trim whitespace, count characters, hash; keep the non-blank items
+        k = 0
+        total_chars = 0
+        for j in range(m):
+            a = item_start[j]
+            b = item_end[j]
+            lo = -1
+            p = a
+            while p < b:  # first character that is not whitespace
+                space, size = _is_space_at(data, p, b, table)
+                if not space:
+                    lo = p
+                    break
+                p += size
+            if lo < 0:
+                continue
+            hi = b
+            while hi > lo:  # last one
+                r = hi - 1
+                while r > lo and data[r] & 0xC0 == 0x80:
+                    r -= 1
+                space, size = _is_space_at(data, r, hi, table)
+                if not space:
+                    break
+                hi = r
+            chars = 0
+            for p in range(lo, hi):
+                chars += data[p] & 0xC0 != 0x80
+            item_start[k] = lo
+            item_end[k] = hi
+            item_chars[k] = chars
+            hashes[k] = _hash_bytes(data, lo, hi)
+            total_chars += chars
+            k += 1
+        if k == 0:
+            continue
+        # 3. duplicates: an open-addressing table of the first occurrences
+        mask = 16
+        while mask < 2 * k:
+            mask *= 2
+        mask -= 1
+        dup_items = 0
+        dup_chars = 0
+        for j in range(k):
+            h = np.int64(hashes[j] & np.uint64(mask))
+            while True:
+                o = slots[h]
+                if o < 0:
+                    slots[h] = j
+                    break
+                if hashes[o] == hashes[j] and item_end[o] - item_start[o] == item_end[j] - item_start[j]:
+                    same = True
+                    a = item_start[o]
+                    b = item_start[j]
+                    for p in range(item_end[j] - item_start[j]):
+                        if data[a + p] != data[b + p]:
+                            same = False
+                            break
+                    if same:
+                        dup_items += 1
+                        dup_chars += item_chars[j]
+                        break
+                h = (h + 1) & mask
+        for j in range(k):  # empty the table again
+            h = np.int64(hashes[j] & np.uint64(mask))
+            while slots[h] >= 0:
+                slots[h] = -1
+                h = (h + 1) & mask
+        frac_items[d] = dup_items / k
+        if total_chars > 0:
+            frac_chars[d] = dup_chars / total_chars
+    return frac_items, frac_chars
+
+
+@njit(cache=True, nogil=True)
+def char_lengths(data, offsets):
+    """Code points per string: bytes that are not UTF-8 continuation bytes."""
+    n = len(offsets) - 1
+    out = np.zeros(n, np.int64)
+    for d in range(n):
+        c = 0
+        for i in range(offsets[d], offsets[d + 1]):
+            if data[i] & 0xC0 != 0x80:
+                c += 1
+        out[d] = c
+    return out
+
+
+# -- Gopher n-gram repetition -----------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True, inline="always")
+def _mix(h):
+    """MurmurHash3's fmix64 (the same as ``gopher._mix``)."""
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xFF51AFD7ED558CCD)
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xC4CEB9FE1A85EC53)
+    h ^= h >> np.uint64(33)
+    return h
+
+
+@njit(cache=True, nogil=True)
+def ngram_signals(codes, length, offsets, max_n, top_max):
+    """``gopher.ngram_signals`` one document at a time: out[d, n] for n = 2..max_n is the fraction of document
+    d's word characters covered by its most frequent repeated n-gram (n <= top_max) or by its n-grams
+    occurring at least twice (n > top_max). Same 64-bit keys, same pruning (an n-gram can only repeat where
+    both of its (n-1)-grams do), same tie-breaks (most occurrences, then most characters, then earliest).
+    Equal keys are grouped with an open-addressing hash table (the keys are already mixed) instead of a sort."""
+    n_docs = len(offsets) - 1
+    out = np.zeros((n_docs, max_n + 1), np.float64)
+    longest = 0
+    for d in range(n_docs):
+        longest = max(longest, offsets[d + 1] - offsets[d])
+    cap = 16
+    while cap < 2 * longest:
+        cap *= 2
+    slot_key = np.empty(cap, np.uint64)
+    slot_group = np.empty(cap, np.int64)
+    slot_gen = np.zeros(cap, np.int64)  # a slot is in use when its generation is the current one
+    gen = 0
+    cum = np.zeros(longest + 1, np.int64)
+    c1 = np.empty(longest, np.uint64)
+    pos = np.empty(longest, np.int64)
+    key = np.empty(longest, np.uint64)
+    group = np.empty(longest, np.int64)
+    count = np.empty(longest, np.int64)
+    first = np.empty(longest, np.int64)
+    for d in range(n_docs):
+        s = offsets[d]
+        size = offsets[d + 1] - s
+        if size < 3:
+            continue  # an n-gram (n >= 2) occurring twice needs at least 3 words
+        for i in range(size):
+            cum[i + 1] = cum[i] + length[s + i]
+            c1[i] = np.uint64(codes[s + i]) + np.uint64(1)
+        chars = cum[size]
+        if chars == 0:
+            continue
+        dbits = np.uint64(d) << np.uint64(32)
+        m = size - 1  # candidates of level 2: every position with 2 words left
+        for j in range(m):
+            pos[j] = j
+            key[j] = _mix(dbits ^ c1[j])
+        mask = 16
+        while mask < 2 * m:
+            mask *= 2
+        mask -= 1
+        for n in range(2, max_n + 1):
+            if n > 2:
+                # candidates: repeated (n-1)-gram positions p whose p + 1 is one too, with n words left
+                m2 = 0
+                for j in range(m - 1):
+                    if (count[group[j]] >= 2 and count[group[j + 1]] >= 2 and pos[j + 1] == pos[j] + 1
+                            and pos[j] + n <= size):
+                        pos[m2] = pos[j]
+                        key[m2] = key[j]
+                        m2 += 1
+                m = m2
+            if m < 2:
+                break
+            # group equal keys: slot_group[h] is the group of the key in slot h
+            gen += 1
+            n_groups = 0
+            for j in range(m):
+                k = _mix(key[j] ^ c1[pos[j] + n - 1])
+                key[j] = k
+                h = np.int64(k & np.uint64(mask))
+                while True:
+                    if slot_gen[h] != gen:
+                        slot_gen[h] = gen
+                        slot_group[h] = n_groups
+                        slot_key[h] = k
+                        group[j] = n_groups
+                        count[n_groups] = 1
+                        first[n_groups] = pos[j]
+                        n_groups += 1
+                        break
+                    if slot_key[h] == k:
+                        g = slot_group[h]
+                        group[j] = g
+                        count[g] += 1
+                        break
+                    h = (h + 1) & mask
+            best = -1
+            if n <= top_max:  # groups are numbered in order of first occurrence: ties go to the earliest
+                best_count = 0
+                best_chars = 0
+                for g in range(n_groups):
+                    if count[g] >= 2:
+                        gc = cum[first[g] + n] - cum[first[g]]
+                        if count[g] > best_count or (count[g] == best_count and gc > best_chars):
+                            best = g
+                            best_count = count[g]
+                            best_chars = gc
+                if best < 0:
+                    continue
+            # characters covered by the chosen occurrences (ascending positions), overlaps counted once
+            covered = 0
+            last_end = 0
+            for j in range(m):
+                g = group[j]
+                if count[g] >= 2 and (best < 0 or g == best):
+                    p = pos[j]
+                    lo = p if p > last_end else last_end
+                    covered += cum[p + n] - cum[lo]
+                    last_end = p + n
+            out[d, n] = covered / chars
+    return out
+
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _is_pad(data, q, a, b):
+    """Byte length of a [ \\t\\x{3000}] character starting at data[q] (within [a, b)), else 0."""
+    if data[q] == 32 or data[q] == 9:
+        return 1
+    if q + 2 < b and data[q] == 0xE3 and data[q + 1] == 0x80 and data[q + 2] == 0x80:
+        return 3
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def gopher_lines(data, offsets, table, bullets):
+    """Per string, the line statistics of ``gopher.GopherQuality`` (lines split on ``\\n``): non-blank lines
+    (holding a character that is not Arrow whitespace), lines matching ``BULLET_LINE`` (after
+    ``[ \\t\\x{3000}]*``, a character of ``bullets`` (code points, sorted), or one of ``- * +`` followed by a
+    space, a tab or the line's end), lines matching ``ELLIPSIS_LINE`` (``...`` or ``…`` then only
+    ``[ \\t\\x{3000}]``), ``#`` characters, and matches of ``ELLIPSIS`` (runs of 3+ dots, runs of ``…``).
+    Returns an int64 array (n, 5) in that order."""
+    n = len(offsets) - 1
+    out = np.zeros((n, 5), np.int64)
+    for d in range(n):
+        a = offsets[d]
+        end = offsets[d + 1]
+        nonblank = 0
+        bullet = 0
+        ell_end = 0
+        hashes = 0
+        ellipses = 0
+        dots = 0  # length of the current run of dots
+        prev_ell = False  # the previous character was …
+        while True:
+            b = a  # the line is [a, b)
+            while b < end and data[b] != 10:
+                x = data[b]
+                if x == 35:
+                    hashes += 1
+                if x == 46:
+                    dots += 1
+                    if dots == 3:
+                        ellipses += 1
+                else:
+                    dots = 0
+                if x == 0xE2 and b + 2 < end and data[b + 1] == 0x80 and data[b + 2] == 0xA6:
+                    if not prev_ell:
+                        ellipses += 1
+                    prev_ell = True
+                    b += 3
+                    dots = 0
+                    continue
+                if x & 0xC0 != 0x80:
+                    prev_ell = False
+                b += 1
+            dots = 0
+            prev_ell = False
+            # non-blank
+            p = a
+            while p < b:
+                space, size = _is_space_at(data, p, b, table)
+                if not space:
+                    nonblank += 1
+                    break
+                p += size
+            # bullet
+            q = a
+            while q < b:
+                size = _is_pad(data, q, a, b)
+                if size == 0:
+                    break
+                q += size
+            if q < b:
+                x = data[q]
+                if x == 45 or x == 42 or x == 43:
+                    if q + 1 == b or data[q + 1] == 32 or data[q + 1] == 9:
+                        bullet += 1
+                elif x >= 0x80:
+                    cp, size = _decode(data, q, b)
+                    for c in bullets:
+                        if c == cp:
+                            bullet += 1
+                            break
+            # ellipsis at the end, before trailing [ \t\x{3000}]
+            r = b
+            while r > a:
+                if data[r - 1] == 32 or data[r - 1] == 9:
+                    r -= 1
+                elif r - 3 >= a and data[r - 3] == 0xE3 and data[r - 2] == 0x80 and data[r - 1] == 0x80:
+                    r -= 3
+                else:
+                    break
+            if r - 3 >= a and ((data[r - 3] == 46 and data[r - 2] == 46 and data[r - 1] == 46)
+                               or (data[r - 3] == 0xE2 and data[r - 2] == 0x80 and data[r - 1] == 0xA6)):
+                ell_end += 1
+            if b >= end:
+                break
+            a = b + 1
+        out[d, 0] = nonblank
+        out[d, 1] = bullet
+        out[d, 2] = ell_end
+        out[d, 3] = hashes
+        out[d, 4] = ellipses
+    return out
+
+
+@njit(cache=True, nogil=True)
+def word_props(data, offsets, table):
+    """Per string: characters (code points), whether one is a letter (RE2 \\pL), whether all bytes are ASCII."""
+    n = len(offsets) - 1
+    chars = np.zeros(n, np.int64)
+    letter = np.zeros(n, np.bool_)
+    ascii_ = np.ones(n, np.bool_)
+    for w in range(n):
+        i = offsets[w]
+        end = offsets[w + 1]
+        c = 0
+        while i < end:
+            x = data[i]
+            if x < 0x80:
+                if table[x] & _LETTER:
+                    letter[w] = True
+                i += 1
+            else:
+                ascii_[w] = False
+                cp, size = _decode(data, i, end)
+                if size == 0:
+                    size = 1
+                elif table[cp] & _LETTER:
+                    letter[w] = True
+                i += size
+            c += 1
+        chars[w] = c
+    return chars, letter, ascii_
+
+
+@njit(cache=True, nogil=True)
+def ascii_lower_in(data, offsets, set_data, set_offsets):
+    """Per string: is it pure ASCII and, lower-cased (A-Z to a-z), one of the set's strings?"""
+    n = len(offsets) - 1
+    m = len(set_offsets) - 1
+    hit = np.zeros(n, np.bool_)
+    for w in range(n):
+        a = offsets[w]
+        size = offsets[w + 1] - a
+        for k in range(m):
+            sa = set_offsets[k]
+            if set_offsets[k + 1] - sa != size:
+                continue
+            same = True
+            for p in range(size):
+                x = data[a + p]
+                if x >= 0x80:
+                    same = False
+                    break
+                if 65 <= x <= 90:
+                    x += 32
+                if x != set_data[sa + p]:
+                    same = False
+                    break
+            if same:
+                hit[w] = True
+                break
+    return hit

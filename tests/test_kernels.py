@@ -1,0 +1,232 @@
+"""The compiled kernels (dataclean/text/kernels.py) give exactly what the pyarrow/numpy code gives.
+
+Each test runs the same input with ``DATACLEAN_KERNELS=1`` and ``=0`` (the path used without numba) and
+compares bit for bit: words, word counts, n-gram signals, duplicate lines and paragraphs, Gopher line
+statistics, and the signals and decisions of the four rule stages. ``benchmarks/profile_rules.py --check`` does
+the same on bench shards against the code before the kernels.
+"""
+import contextlib
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from dataclean.stages.c4 import C4, count_words
+from dataclean.stages.fineweb import FineWebQuality
+from dataclean.stages.gopher import (BULLET_SIGNS, GopherQuality, GopherRepetition, _dup_fracs, _Words,
+                                     ngram_signals, PARAGRAPH_BREAK)
+from dataclean.text import kernels, lines_batch, words_batch
+
+numba = pytest.importorskip("numba")
+
+# Characters that exercise every branch: word characters, apostrophes, Han, kana, Hangul, marks, separators,
+# Arrow whitespace that RE2's \s is not, bullets, dots and ellipses, newlines.
+TRICKY = list("aZé9_'’-*+#.…!?。\n\n\t \u3000\u00a0\x0b\x0c\r\x1c\u2028漢字〇ひらがなカタカナｶｰ한국\u0301·•■※★✓{}[]") + \
+    ["...", "\n\n", "\n \n", "\n\u3000\n", "[1]", "[edit]", "the ", "THE ", "Of ", "\u212aey ", "İ", "的", "- ", "* ",
+     "lorem ipsum", "🙂",
+     "\U00020000", "\U0002a6e0"]
+texts_strategy = st.lists(st.one_of(st.lists(st.sampled_from(TRICKY), max_size=40).map("".join),
+                                    st.text(max_size=30)), min_size=1, max_size=6)
+
+
+def _same(a, b) -> bool:
+    """Same type, validity and values; floats compared by their bits."""
+    a = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+    b = b.combine_chunks() if isinstance(b, pa.ChunkedArray) else b
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.dtype.kind == "f" or b.dtype.kind == "f":
+            a, b = a.astype(np.float64), b.astype(np.float64)
+            return a.shape == b.shape and np.array_equal(a.view(np.uint64), b.view(np.uint64))
+        return np.array_equal(a, b)
+    if a.type != b.type or len(a) != len(b):
+        return False
+    if pa.types.is_floating(a.type):
+        va, vb = a.is_valid().to_numpy(zero_copy_only=False), b.is_valid().to_numpy(zero_copy_only=False)
+        xa = a.fill_null(0).to_numpy(zero_copy_only=False).view(np.uint64)
+        xb = b.fill_null(0).to_numpy(zero_copy_only=False).view(np.uint64)
+        return np.array_equal(va, vb) and np.array_equal(xa[va], xb[vb])
+    return a.equals(b)
+
+
+@contextlib.contextmanager
+def kernels_env(value: str):
+    """``DATACLEAN_KERNELS=value`` inside the block (a context manager, not monkeypatch: hypothesis runs many
+    examples per test function)."""
+    before = os.environ.get(kernels.ENV)
+    os.environ[kernels.ENV] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[kernels.ENV]
+        else:
+            os.environ[kernels.ENV] = before
+
+
+def both(fn):
+    """fn() with the kernels on, then off."""
+    with kernels_env("1"):
+        assert kernels.enabled()
+        on = fn()
+    with kernels_env("0"):
+        assert not kernels.enabled()
+        off = fn()
+    return on, off
+
+
+def test_switch(monkeypatch):
+    monkeypatch.setenv(kernels.ENV, "off")
+    assert not kernels.enabled()
+    monkeypatch.setenv(kernels.ENV, "1")
+    assert kernels.enabled()
+    monkeypatch.setitem(kernels._state, "mod", None)  # as when numba cannot be imported
+    assert not kernels.enabled()
+    assert words_batch(pa.array(["Don't stop", "中文"])).to_pylist() == [["Don't", "stop"], ["中", "文"]]
+
+
+def test_char_table_classes():
+    t = kernels.char_table()
+    assert t.shape == (0x110000,) and t.dtype == np.uint8
+    for c in "aZé9ß한": assert t[ord(c)] & kernels.WORD_CHAR
+    assert t[ord("\u0301")] & kernels.WORD_CHAR and not t[ord("\u0301")] & kernels.LETTER  # a mark
+    for c in "'’": assert t[ord(c)] == kernels.APOSTROPHE
+    assert t[ord("漢")] >> kernels.ISO_SHIFT & 3 == 1 and t[ord("〇")] >> kernels.ISO_SHIFT & 3 == 1
+    assert t[ord("ひ")] >> kernels.ISO_SHIFT & 3 == 2 and t[ord("ｶ")] >> kernels.ISO_SHIFT & 3 == 3
+    for c in " \t\n\u3000\u00a0\x1c": assert t[ord(c)] & kernels.SPACE
+    assert not t[ord("_")] & kernels.WORD_CHAR and not t[ord("🙂")] & kernels.WORD_CHAR
+
+
+def test_words_examples():
+    texts = pa.array(["Don't stop — it's 2024, e.g. 3.5 apples!", "ひらがなとカタカナの漢字テスト", "'quoted' ''' x",
+                      None, "", "GPT-4模型", "カタ・カナ", "한국어 문장입니다.", "🙂🙂 !!", "a\u0301b c'", "’’a’’"])
+    on, off = both(lambda: words_batch(texts))
+    assert on.equals(off) and on.type == pa.list_(pa.string())
+    assert on[1].as_py() == ["ひらがなと", "カタカナ", "の", "漢", "字", "テスト"]
+    assert on[6].as_py() == ["カタ", "カナ"]
+
+
+def test_words_of_sliced_and_chunked_input():
+    arr = pa.array(["zero", "one two", "三四", "five"])
+    on, off = both(lambda: words_batch(arr.slice(1, 2)))
+    assert on.to_pylist() == off.to_pylist() == [["one", "two"], ["三", "四"]]
+    chunked = pa.chunked_array([arr.slice(0, 2), arr.slice(2)])
+    on, off = both(lambda: words_batch(chunked))
+    assert on.equals(off)
+
+
+def test_invalid_utf8_falls_back():
+    bad = pa.StringArray.from_buffers(2, pa.py_buffer(np.array([0, 2, 4], np.int32)), pa.py_buffer(b"ab\xff\xfe"))
+    assert kernels.words(bad) is None and kernels.count_words(bad) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts_strategy)
+def test_words_and_counts_match(texts):
+    arr = pa.array(texts, pa.string())
+    on, off = both(lambda: (words_batch(arr), count_words(arr)))
+    assert on[0].equals(off[0]), (texts, on[0].to_pylist(), off[0].to_pylist())
+    assert _same(on[1], off[1])
+    assert list(on[1]) == [len(w) for w in on[0].to_pylist()]
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts_strategy)
+def test_line_and_paragraph_duplicates_match(texts):
+    import pyarrow.compute as pc
+    arr = pa.array(texts, pa.string())
+    n = len(arr)
+    assert _same(kernels.dup_fracs(arr, False)[0], _dup_fracs(lines_batch(arr), n)[0])
+    assert _same(kernels.dup_fracs(arr, False)[1], _dup_fracs(lines_batch(arr), n)[1])
+    paras = _dup_fracs(pc.split_pattern_regex(arr, PARAGRAPH_BREAK), n)
+    got = kernels.dup_fracs(arr, True)
+    assert _same(got[0], paras[0]) and _same(got[1], paras[1]), texts
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts_strategy)
+def test_gopher_line_statistics_match(texts):
+    import pyarrow.compute as pc
+    from dataclean.stages.gopher import BULLET_LINE, ELLIPSIS, ELLIPSIS_LINE, _count
+    arr = pa.array(texts, pa.string())
+    lines = lines_batch(arr)
+    flat = lines.flatten()
+    parent = np.repeat(np.arange(len(arr)), np.diff(lines.offsets.to_numpy()))
+
+    def per_doc(mask):
+        return np.bincount(parent, weights=mask, minlength=len(arr)).astype(np.int64)
+
+    expected = np.stack([
+        per_doc(pc.utf8_length(pc.utf8_trim_whitespace(flat)).to_numpy(zero_copy_only=False) > 0),
+        per_doc(pc.match_substring_regex(flat, BULLET_LINE).to_numpy(zero_copy_only=False)),
+        per_doc(pc.match_substring_regex(flat, ELLIPSIS_LINE).to_numpy(zero_copy_only=False)),
+        pc.count_substring(arr, "#").to_numpy(zero_copy_only=False).astype(np.int64),
+        _count(arr, ELLIPSIS)], axis=1)
+    assert np.array_equal(kernels.gopher_lines(arr, BULLET_SIGNS), expected), texts
+
+
+def test_gopher_line_statistics_examples():
+    arr = pa.array(["• one\n- two\n-three\n  * four\n\u3000★ five", "wait...\nmore…  \n......\n\n…… x", "# a ## b", ""])
+    got = kernels.gopher_lines(arr, BULLET_SIGNS)
+    assert got.tolist() == [[5, 4, 0, 0, 0], [4, 0, 3, 0, 4], [1, 0, 0, 3, 0], [0, 0, 0, 0, 0]]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 4), max_size=40), min_size=1, max_size=5))
+def test_ngram_signals_match(docs):
+    """Small vocabularies, so n-grams repeat and overlap, with ties between the most frequent ones."""
+    offsets = np.zeros(len(docs) + 1, np.int64)
+    np.cumsum([len(d) for d in docs], out=offsets[1:])
+    codes = np.array([c for d in docs for c in d], np.int32)
+    length = (codes % 3 + 1).astype(np.int64)
+    on, off = both(lambda: ngram_signals(codes, length, offsets))
+    assert on.keys() == off.keys()
+    for k in on:
+        assert _same(on[k], off[k]), (k, docs, on[k], off[k])
+
+
+def _stage_outputs(stage, batch):
+    result = stage(batch)
+    d = result.decisions
+    return result.batch, [] if d is None else [d.rule, d.reason, d.value, d.threshold, d.detail]
+
+
+STAGES = [
+    lambda: GopherRepetition(),
+    lambda: GopherRepetition(by_lang={"zh": {"max_dup_5gram_char_frac": 0.5}}),
+    lambda: GopherQuality(),
+    lambda: GopherQuality(line_rules_min_lines=2, stop_words_langs=["en"],
+                          by_lang={"zh": {"min_mean_word_length": None, "stop_words": ["的", "了", "the"]}}),
+    lambda: GopherQuality(stop_words=["the", "key", "i̇", "é"], min_stop_words=1),
+    lambda: C4(),
+    lambda: C4(unwrap_lines=True, curly_bracket_sources=["web"],
+               by_lang={"zh": {"end_marks": '.!?"。！？…”」』', "min_words_per_line": 7, "trim_unterminated": True}}),
+    lambda: FineWebQuality(),
+    lambda: FineWebQuality(unwrap_lines=True, paragraph_sentences=2,
+                           by_lang={"zh": {"end_marks": ".'\"!?。！？…”」』", "short_line_length": 13}}),
+]
+
+
+@pytest.mark.parametrize("make", STAGES)
+@settings(max_examples=20, deadline=None)
+@given(texts=texts_strategy, langs=st.lists(st.sampled_from(["en", "zh", None]), min_size=6, max_size=6))
+def test_stages_match(make, texts, langs):
+    batch = pa.RecordBatch.from_pydict({"text": pa.array(texts, pa.string()),
+                                        "lang": pa.array(langs[:len(texts)], pa.string()),
+                                        "source": pa.array(["web"] * len(texts), pa.string())})
+    (b_on, d_on), (b_off, d_off) = both(lambda: _stage_outputs(make(), batch))
+    assert b_on.schema.names == b_off.schema.names
+    for name in b_on.schema.names:
+        assert _same(b_on.column(name), b_off.column(name)), (name, texts)
+    assert len(d_on) == len(d_off)
+    for x, y in zip(d_on, d_off):
+        assert _same(x, y), texts
+
+
+def test_words_class_shares_the_codes():
+    """The n-gram kernel is fed the same dictionary codes either way."""
+    w = words_batch(pa.array(["a b a b a b c", "x y x y"]))
+    words = _Words(w)
+    assert words.codes.tolist() == [0, 1, 0, 1, 0, 1, 2, 3, 4, 3, 4]
