@@ -13,7 +13,7 @@ In ONE invocation, for N repetitions, alternately runs (each as a subprocess, me
              separate venv, see ``setup_datatrove.sh``; the script does not import dataclean)::
 
                  LocalPipelineExecutor(pipeline=[ParquetReader(<shards>, glob_pattern="*.parquet", text_key="text",
-                                                               id_key="id"),
+                                                               id_key="id", read_metadata=False),
                                                  GopherRepetitionFilter(), GopherQualityFilter(), C4QualityFilter(),
                                                  FineWebQualityFilter(), ParquetWriter(<tmp>)],
                                        tasks=<number of shards>, workers=W, logging_dir=<tmp>)
@@ -83,7 +83,9 @@ def main():
     inp, out, logs, tasks, workers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
     executor = LocalPipelineExecutor(
         pipeline=[
-            ParquetReader(inp, glob_pattern="*.parquet", text_key="text", id_key="id"),
+            # read_metadata=False: with the other columns as metadata, its ParquetWriter fails on bench shards
+            # 4-11 ("Table schema does not match schema used to create file"); the filters read only the text
+            ParquetReader(inp, glob_pattern="*.parquet", text_key="text", id_key="id", read_metadata=False),
             GopherRepetitionFilter(),
             GopherQualityFilter(),
             C4QualityFilter(),
