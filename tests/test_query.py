@@ -231,3 +231,15 @@ def test_terminal_output_never_carries_control_characters_from_the_data(tmp_path
         assert res.returncode == 0, (args, res.stderr)
         assert "\x1b" not in res.stdout and "\x07" not in res.stdout and "\r" not in res.stdout, args
         assert "\ufffd" in res.stdout
+
+
+def test_a_result_too_wide_for_the_terminal_is_printed_one_block_per_row(out):
+    """A table would drop columns that do not fit (rich squeezes them away): every column must be shown."""
+    res = run_cli("sql", out, "SELECT *, input AS copy_a, input AS copy_b, input AS copy_c FROM inputs "
+                              "ORDER BY input LIMIT 2")  # wider than the 160 columns of a non-terminal
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.count("-[ row ") == 2
+    for column in ("input", "status", "records", "kept", "removed", "bad_records", "error", "copy_c"):
+        assert f"\n{column} " in res.stdout
+    narrow = run_cli("sql", out, "SELECT status, count(*) AS n FROM inputs GROUP BY 1")
+    assert "-[ row" not in narrow.stdout and "status" in narrow.stdout

@@ -148,7 +148,8 @@ def render_query(result, con: Console | None = None) -> None:
     numeric = {c for c, t in zip(safe(result.columns), result.types)
                if t.split("(")[0] in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UBIGINT", "UINTEGER",
                                       "FLOAT", "DOUBLE", "DECIMAL")}
-    t = _table("", safe(result.columns), numeric)
+    columns = safe(result.columns)
+    rows = []
     for row in safe(result.rows):
         cells = []
         for v in row:
@@ -160,9 +161,21 @@ def render_query(result, con: Console | None = None) -> None:
                 s = num(v)
             if len(s) > CELL_CHARS:
                 s = s[:CELL_CHARS] + "…"
-            cells.append(Text(s))
-        t.add_row(*cells)
-    con.print(t)
+            cells.append(s)
+        rows.append(cells)
+    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
+    if sum(widths) + 3 * len(widths) > con.width and len(columns) > 1:
+        # too wide for the terminal: a table would drop or squeeze columns, so one block per row instead
+        name_width = max(len(c) for c in columns)
+        for n, cells in enumerate(rows, 1):
+            con.print(Text(f"-[ row {n} ]" + "-" * max(0, min(con.width, 60) - 12 - len(str(n)))))
+            for c, v in zip(columns, cells):
+                con.print(Text(f"{c:<{name_width}} | {v}"))
+    else:
+        t = _table("", columns, numeric)
+        for cells in rows:
+            t.add_row(*[Text(c) for c in cells])
+        con.print(t)
     more = " (more rows: use --limit N)" if result.truncated else ""
     con.print(f"{len(result.rows):,} row{'s' if len(result.rows) != 1 else ''}{more}")
     for note in result.notes:
