@@ -270,3 +270,18 @@ def test_inspect_and_stats_count_a_repeated_document_once(corpus, tmp_path):
     assert res.returncode == 0 and json.loads(res.stdout)["documents"][0]["status"] == "kept"
     summary = json.loads((out / "stats" / "summary.json").read_text())
     assert summary["kept"] + summary["removed"] == summary["input_records"] < summary["output_docs"]
+
+
+def test_a_source_of_a_few_huge_documents_warns_when_it_falls_short(tmp_path):
+    inp = tmp_path / "in.jsonl"
+    rng = random.Random(3)
+    inp.write_text("\n".join(json.dumps({"id": f"b{i}", "source": "books", "text": _doc(rng, 4000)})
+                             for i in range(3)) + "\n")
+    total = int(pc.sum(estimate_tokens(pa.array([json.loads(x)["text"] for x in inp.read_text().splitlines()]))).as_py())
+    recipe = {"budget_tokens": int(total * 0.5), "sources": {"books": {"weight": 1.0}}}  # 1.5 of 3 books
+    out = tmp_path / "out"
+    res = _run(inp, out, _write(tmp_path, recipe))
+    row = _mix(out)["books"]
+    assert row["achieved_tokens"] < row["target_tokens"] and row["selected_docs"] == 1
+    assert "no document left out of the selection is small enough" in row["warning"]
+    assert "warning: mixture books" in res.stderr

@@ -34,6 +34,9 @@ MIXTURE_STATS_SCHEMA = pa.schema([
     ("achieved_tokens", pa.int64()), ("achieved_weight", pa.float64()), ("select", pa.string()),
     ("warning", pa.string()),
 ])
+#: A source whose achieved tokens stay below this share of its target (documents too large to fill the last
+#: part of the target) gets a warning.
+SHORT_WARNING = 0.99
 REPEATS_SCHEMA = pa.schema([("doc_key", pa.int64()), ("copies", pa.int64())])
 
 
@@ -149,6 +152,9 @@ class Mixture(Stage):
                 warning = (f"target {target:,} tokens needs {target / avail:.2f} epochs of {avail:,} available "
                            f"but max_epochs is {src.max_epochs}: {achieved:,} tokens "
                            f"({100 * (target - achieved) / target:.1f}% short)")
+            elif warning is None and target > 0 and achieved < SHORT_WARNING * target:
+                warning = (f"{achieved:,} of {target:,} target tokens ({100 * (target - achieved) / target:.1f}% "
+                           f"short): no document left out of the selection is small enough to fit the rest")
             rows.append({"source": src.name, "target_weight": src.weight, "target_tokens": target,
                          "available_tokens": avail, "available_docs": n_docs, "max_epochs": src.max_epochs,
                          "epochs_used": achieved / avail if avail else 0.0,
