@@ -18,6 +18,8 @@ from typing import ClassVar
 import numpy as np
 import pyarrow as pa
 
+from dataclean.pickling import ReloadsModel
+
 
 class QualityModelError(ValueError):
     """A quality model file that is missing, unreadable, of the wrong kind, or lacks the positive label."""
@@ -38,7 +40,7 @@ class Scorer:
         raise NotImplementedError
 
 
-class LinearScorer(Scorer):
+class LinearScorer(ReloadsModel, Scorer):
     """Score = ``LinearQualityModel.load(model_path).predict_proba(text, lang)``.
 
     The model module is imported when the scorer is built, so this package imports without it; the file is
@@ -55,9 +57,12 @@ class LinearScorer(Scorer):
         if not path.exists():
             raise QualityModelError(f"linear quality model not found: {path}")
         self.model_path = str(path)
-        self._model = self._load()
+        self._load_model()
 
-    def _load(self):
+    def _load_model(self) -> None:
+        self._model = self._read_model()
+
+    def _read_model(self):
         try:
             from dataclean.quality import linear
         except ModuleNotFoundError as e:
@@ -73,15 +78,6 @@ class LinearScorer(Scorer):
             # the model's own errors name the file already ("PATH: why")
             message = str(e) if self.model_path in str(e) else f"{self.model_path}: {e}"
             raise QualityModelError(f"cannot load linear quality model {message}") from e
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state.pop("_model", None)
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._model = self._load()
 
     def score(self, batch: pa.RecordBatch) -> tuple[np.ndarray, dict[str, pa.Array]]:
         text = batch.column("text")

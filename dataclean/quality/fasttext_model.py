@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataclean.pickling import ReloadsModel
 from dataclean.quality import QualityModelError, Scorer
 from dataclean.stages.langid import ModelFileError, check_fasttext_file
 from dataclean.text.tokenize import ISOLATE
@@ -136,7 +137,7 @@ def model_text(texts: pa.Array, lowercase: bool = False, split_cjk: bool = False
     return out
 
 
-class FastTextScorer(Scorer):
+class FastTextScorer(ReloadsModel, Scorer):
     """Score = probability of ``positive_label`` under the fastText classifier at ``model_path``."""
 
     name = "fasttext"
@@ -152,16 +153,9 @@ class FastTextScorer(Scorer):
         self.positive_label = full_label(positive_label)
         self.lowercase = bool(lowercase)
         self.split_cjk = bool(split_cjk)
-        self._model, self.info = load_classifier(self.model_path, self.positive_label)
+        self._load_model()
 
-    # the fastText object cannot be pickled; a copy sent to another process loads its own
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state.pop("_model", None)
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
+    def _load_model(self) -> None:  # the fastText object cannot be pickled: each process loads its own
         self._model, self.info = load_classifier(self.model_path, self.positive_label)
 
     def probabilities(self, texts: pa.Array) -> np.ndarray:

@@ -95,6 +95,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataclean.pickling import ReloadsModel
 from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, with_columns
 from dataclean.text.tokenize import HAN, HIRAGANA, ISOLATE, KATAKANA
 
@@ -300,7 +301,7 @@ def model_input(text: pa.Array, max_chars: int | None = 10000, windows: int = 4)
 
 # -- the stage -----------------------------------------------------------------------------------------------
 
-class LangID(Stage):
+class LangID(ReloadsModel, Stage):
     """Predict each document's language with fastText; remove disallowed or unsure ones.
 
     Parameters (defaults in brackets): ``allowed`` [None: every language], ``min_score`` [0.5, CCNet's
@@ -350,16 +351,9 @@ class LangID(Stage):
             v = overrides.get("min_score")
             if v is not None and not 0.0 <= float(v) <= 1.0:
                 raise ValueError(f"langid.by_lang.{code}.min_score must be between 0 and 1, not {v!r}")
-        self._model = load_model(self.model_path)  # fail at configuration time, naming the file
+        self._load_model()  # fail at configuration time, naming the file
 
-    # the fastText object cannot be pickled; a copy sent to another process loads its own
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state.pop("_model", None)
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
+    def _load_model(self) -> None:  # the fastText object cannot be pickled: each process loads its own
         self._model = load_model(self.model_path)
 
     def predict(self, text: pa.Array) -> dict[str, pa.Array]:
