@@ -60,7 +60,8 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 from bench_foundation import _dataclean_cmd, _du, _machine, _ratio  # noqa: E402  (same folder)
-from bench_rules import _dt_env, _venv_versions, side_by_side  # noqa: E402
+from bench_foundation import LABEL_WIDTH, side_by_side  # noqa: E402
+from bench_rules import DATATROVE_SCRIPT_END, _dt_env, _venv_versions  # noqa: E402
 
 DEFAULT_CORPUS = os.path.normpath(os.path.join(REPO, "..", "shared", "corpus", "bench"))
 DEFAULT_CONFIG = os.path.join(HERE, "configs", "dedup.yaml")
@@ -109,22 +110,8 @@ def main():
     t0 = time.perf_counter()
     filt.run()  # runs the dependencies first, in order
     print(f"datatrove total {time.perf_counter() - t0:.2f} s")
-    # Measuring only (after the pipeline is done): stop and reap multiprocess's fork server so that the CPU time
-    # of the pool workers reaches this process's (and so the benchmark's wait4) children rusage.
-    try:
-        from multiprocess import forkserver
-        forkserver._forkserver._stop()
-    except Exception as exc:  # noqa: BLE001
-        print(f"could not stop the fork server: {exc!r}", file=sys.stderr)
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(f"children cpu s: user {ru.ru_utime:.2f} sys {ru.ru_stime:.2f}")
-    if "dataclean" in sys.modules:
-        raise SystemExit("the datatrove side must not import dataclean")
-
-
-if __name__ == "__main__":  # the fork server re-imports this module
-    main()
-'''
+    finish()
+''' + DATATROVE_SCRIPT_END
 
 DT_STAGES = ("signatures", "buckets", "clusters", "filter")
 
@@ -199,12 +186,12 @@ def _side_summary(name: str, runs: list, stats) -> dict:
 
 
 def _fmt_speed(header: str, dc: dict, dt: dict, paired: float, cdc: dict | None, cdt: dict | None) -> str:
-    out = side_by_side(header, dc, dt)
+    out = side_by_side(header, dc, dt, "datatrove", "dc/dt")
 
     def cnt(c, key):
         return f"{c[key]:,}" if c else "n/a"
 
-    out.append(f"{'docs removed':<{w0}}  {cnt(cdc, 'removed'):>12}  {cnt(cdt, 'removed'):>12}")
+    out.append(f"{'docs removed':<{LABEL_WIDTH}}  {cnt(cdc, 'removed'):>12}  {cnt(cdt, 'removed'):>12}")
     if cdc:
         out.append(f"  dataclean: {cdc['exact_duplicate']:,} exact duplicates + {cdc['near_duplicate']:,} near "
                    f"duplicates (minhash_dedup); datatrove: MinhashDedupFilter dropped (its MinHash also "

@@ -146,21 +146,32 @@ def _side_summary(name: str, runs: list, stats) -> dict:
     }
 
 
-def _fmt_table(stats, dc: dict, bl: dict, paired_ratio: float) -> str:
-    rows = [
-        ("docs/s", "{:,.0f}", "docs_per_s"),
-        ("MB/s (text)", "{:,.2f}", "mb_per_s"),
-        ("wall s (median)", "{:.2f}", "wall_s_median"),
-        ("CPU s (median)", "{:.2f}", "cpu_s_median"),
-        ("peak RSS MiB (tree, max)", "{:,.0f}", "peak_rss_mib_max"),
-        ("peak PSS MiB (tree, max)", "{:,.0f}", "peak_pss_mib_max"),
-    ]
-    w0 = max(len(r[0]) for r in rows)
-    out = [f"{'':<{w0}}  {'dataclean':>12}  {'baseline':>12}  {'dc/base':>8}",
-           f"{'-' * w0}  {'-' * 12}  {'-' * 12}  {'-' * 8}"]
+SIDE_BY_SIDE_ROWS = [
+    ("docs/s", "{:,.0f}", "docs_per_s"),
+    ("MB/s (text)", "{:,.3f}", "mb_per_s"),
+    ("wall s (median)", "{:.2f}", "wall_s_median"),
+    ("CPU s (median)", "{:.2f}", "cpu_s_median"),
+    ("peak RSS MiB (tree, max)", "{:,.0f}", "peak_rss_mib_max"),
+    ("peak PSS MiB (tree, max)", "{:,.0f}", "peak_pss_mib_max"),
+]
+LABEL_WIDTH = max(len(r[0]) for r in SIDE_BY_SIDE_ROWS)  # of the first column, for rows a caller appends
+
+
+def side_by_side(header: str | None, dc: dict, other: dict, name: str, ratio_label: str) -> list[str]:
+    """The header and the dataclean | other | ratio rows of every comparison table (foundation, rules,
+    dedup): docs/s, MB/s, median wall and CPU s, peak RSS and PSS of the process tree."""
+    rows, w0 = SIDE_BY_SIDE_ROWS, LABEL_WIDTH
+    out = [header] if header is not None else []
+    out += [f"{'':<{w0}}  {'dataclean':>12}  {name:>12}  {ratio_label:>8}",
+            f"{'-' * w0}  {'-' * 12}  {'-' * 12}  {'-' * 8}"]
     for label, fmt, key in rows:
-        out.append(f"{label:<{w0}}  {fmt.format(dc[key]):>12}  {fmt.format(bl[key]):>12}  "
-                   f"{_ratio(dc[key], bl[key]):>8.2f}")
+        out.append(f"{label:<{w0}}  {fmt.format(dc[key]):>12}  {fmt.format(other[key]):>12}  "
+                   f"{_ratio(dc[key], other[key]):>8.2f}")
+    return out
+
+
+def _fmt_table(stats, dc: dict, bl: dict, paired_ratio: float) -> str:
+    out = side_by_side(None, dc, bl, "baseline", "dc/base")
     out.append(f"(median of per-rep wall ratios dataclean/baseline: {paired_ratio:.2f}; "
                f"reps ok: dataclean {dc['reps_ok']}/{dc['reps']}, baseline {bl['reps_ok']}/{bl['reps']})")
     return "\n".join(out)

@@ -47,7 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from bench_foundation import _dataclean_cmd, _du, _machine, _ratio  # noqa: E402  (same folder)
+from bench_foundation import _dataclean_cmd, _du, _machine, _ratio, side_by_side  # noqa: E402  (same folder)
 
 DEFAULT_CORPUS = os.path.normpath(os.path.join(REPO, "..", "shared", "corpus", "bench"))
 DEFAULT_JSON = os.path.join(HERE, "results", "rules.json")
@@ -66,6 +66,28 @@ FAMILIES = [
 # ---------------------------------------------------------------------------------------------------------
 # the datatrove side: written to a temporary file and run by --datatrove-python (never imports dataclean)
 # ---------------------------------------------------------------------------------------------------------
+
+# The end of every datatrove-side script (bench_rules, bench_dedup): after the pipeline is done, measuring
+# only. The pool's workers were forked by multiprocess's fork server, which reaped them but is not itself
+# waited for at exit: stop and reap it, so that the workers' CPU time reaches this process's (and so the
+# benchmark's wait4) children rusage.
+DATATROVE_SCRIPT_END = '''
+
+def finish():
+    try:
+        from multiprocess import forkserver
+        forkserver._forkserver._stop()
+    except Exception as exc:  # noqa: BLE001
+        print(f"could not stop the fork server: {exc!r}", file=sys.stderr)
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(f"children cpu s: user {ru.ru_utime:.2f} sys {ru.ru_stime:.2f}")
+    if "dataclean" in sys.modules:
+        raise SystemExit("the datatrove side must not import dataclean")
+
+
+if __name__ == "__main__":  # the fork server re-imports this module
+    main()
+'''
 
 DATATROVE_SCRIPT = '''\
 """bench_rules.py datatrove side: python THIS INPUT_DIR OUTPUT_DIR LOGGING_DIR TASKS WORKERS"""
@@ -97,23 +119,9 @@ def main():
         logging_dir=logs,
     )
     executor.run()
-    # Measuring only (after the pipeline is done): the pool's workers were forked by multiprocess's fork
-    # server, which reaped them but is not itself waited for at exit. Stop and reap it so that the CPU time of
-    # the workers reaches this process's (and so the benchmark's wait4) children rusage.
-    try:
-        from multiprocess import forkserver
-        forkserver._forkserver._stop()
-    except Exception as exc:  # noqa: BLE001
-        print(f"could not stop the fork server: {exc!r}", file=sys.stderr)
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(f"children cpu s: user {ru.ru_utime:.2f} sys {ru.ru_stime:.2f}")
-    if "dataclean" in sys.modules:
-        raise SystemExit("the datatrove side must not import dataclean")
+    finish()
+''' + DATATROVE_SCRIPT_END
 
-
-if __name__ == "__main__":  # the fork server re-imports this module
-    main()
-'''
 
 
 def _dt_env() -> dict:
@@ -214,28 +222,8 @@ def _side_summary(name: str, runs: list, stats) -> dict:
     }
 
 
-def side_by_side(header: str, dc: dict, dt: dict) -> list[str]:
-    """The header and the dataclean | datatrove | ratio rows shared by the datatrove comparisons."""
-    rows = [
-        ("docs/s", "{:,.0f}", "docs_per_s"),
-        ("MB/s (text)", "{:,.3f}", "mb_per_s"),
-        ("wall s (median)", "{:.2f}", "wall_s_median"),
-        ("CPU s (median)", "{:.2f}", "cpu_s_median"),
-        ("peak RSS MiB (tree, max)", "{:,.0f}", "peak_rss_mib_max"),
-        ("peak PSS MiB (tree, max)", "{:,.0f}", "peak_pss_mib_max"),
-    ]
-    w0 = max(len(r[0]) for r in rows)
-    out = [header,
-           f"{'':<{w0}}  {'dataclean':>12}  {'datatrove':>12}  {'dc/dt':>8}",
-           f"{'-' * w0}  {'-' * 12}  {'-' * 12}  {'-' * 8}"]
-    for label, fmt, key in rows:
-        out.append(f"{label:<{w0}}  {fmt.format(dc[key]):>12}  {fmt.format(dt[key]):>12}  "
-                   f"{_ratio(dc[key], dt[key]):>8.2f}")
-    return out
-
-
 def _fmt_table(header: str, dc: dict, dt: dict, paired: float) -> str:
-    out = side_by_side(header, dc, dt)
+    out = side_by_side(header, dc, dt, "datatrove", "dc/dt")
     speed = _ratio(dc["docs_per_s"], dt["docs_per_s"])
     out.append(f"speed-up dataclean/datatrove (docs/s): {speed:.1f}x (goal >= 20x: "
                f"{'met' if speed >= 20 else 'NOT met' if speed == speed else 'n/a'}); median of per-rep "

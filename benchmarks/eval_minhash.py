@@ -866,7 +866,6 @@ def main(argv: list[str] | None = None) -> int:
     for lang in ("en", "zh"):
         originals.extend(choose_originals(cands[lang], a.per_lang, sh, a.seed, log, lang))
     # vocabularies for replacements/insertions: words / Han characters of the other candidates
-    rng = random.Random(a.seed)
     en_words = sorted({w for d in cands["en"][:3000] for w in re.findall(r"[A-Za-z]{3,12}", d["text"])})
     zh_chars = sorted({c for d in cands["zh"][:3000] for c in _HAN.findall(d["text"])})
     vocab = {"en": en_words, "zh": zh_chars}
