@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 import click
 
@@ -9,6 +10,12 @@ from dataclean.audit.verify import verify as verify_output
 from dataclean.config import ConfigError
 from dataclean.exec.runner import RunError, run as run_pipeline
 from dataclean.io.writers import WriteError
+
+
+def _fail(error, code: int) -> NoReturn:
+    """One line on stderr, ``error: ...``, and the exit code (2: cannot start or bad usage, 3: a write failed)."""
+    click.echo(f"error: {error}", err=True)
+    sys.exit(code)
 
 
 @click.group()
@@ -44,11 +51,9 @@ def run(inputs, output, config_path, workers, fresh, quiet, text_column, id_colu
         summary = run_pipeline(list(inputs), output, config=config_path, workers=workers, fresh=fresh,
                                quiet=quiet, overrides=overrides, dedup_against=list(dedup_against))
     except (RunError, ConfigError) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        _fail(exc, 2)
     except WriteError as exc:  # disk full, read-only...: nothing half-written is visible; a rerun resumes
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(3)
+        _fail(exc, 3)
     for failed in summary.failed_inputs:
         click.echo(f"error: cannot read {failed['error']}", err=True)
     click.echo(f"{summary.input_records} records in: {summary.kept} kept, {summary.removed} removed "
@@ -97,8 +102,7 @@ def rules(config_path, fmt) -> None:
     try:
         rows = describe_rules(config_path)
     except ConfigError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        _fail(exc, 2)
     if fmt == "json":
         click.echo(json.dumps([dataclasses.asdict(r) for r in rows], indent=2, ensure_ascii=False))
         return
@@ -127,8 +131,7 @@ def stats(output, fmt) -> None:
     try:
         result = run_stats(output)
     except QueryError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        _fail(exc, 2)
     if fmt == "json":
         click.echo(json.dumps(result, indent=1, ensure_ascii=False))
         return
@@ -163,8 +166,7 @@ def sql(output, query, fmt, limit, show_views) -> None:
                 click.echo(json.dumps(views, indent=1, ensure_ascii=False))
             return
         if not query:
-            click.echo("error: give a QUERY (or --views to list the tables)", err=True)
-            sys.exit(2)
+            _fail("give a QUERY (or --views to list the tables)", 2)
         if fmt in ("csv", "json"):
             try:
                 q.export_query(output, query, fmt, sys.stdout.write, limit)
@@ -176,8 +178,7 @@ def sql(output, query, fmt, limit, show_views) -> None:
         result = q.run_query(output, query, limit if limit is not None else q.TABLE_DEFAULT_LIMIT)
     except q.QueryError as exc:
         sys.stdout.flush()
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        _fail(exc, 2)
     from dataclean.audit.terminal import render_query
 
     render_query(result)
@@ -205,16 +206,13 @@ def inspect(output, ids, ids_file, text_file, source, full, fmt) -> None:
         if text_file:
             queries += ins.read_text_file(text_file, source)
     except (OSError, UnicodeDecodeError) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        _fail(exc, 2)
     if not queries:
-        click.echo("error: give --id, --ids-file or --text-file", err=True)
-        sys.exit(2)
+        _fail("give --id, --ids-file or --text-file", 2)
     try:
         result = ins.inspect_documents(output, queries, full=full)
     except ins.InspectError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        _fail(exc, 2)
     if fmt == "json":
         from dataclean.audit.query import plain_value
 
@@ -241,11 +239,9 @@ def report(output, path) -> None:
     try:
         written = write_report(output, path)
     except ReportError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        _fail(exc, 2)
     except WriteError as exc:  # as for `run`: the page could not be written (disk full, read-only folder)
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(3)
+        _fail(exc, 3)
     click.echo(f"report: {written}")
 
 
@@ -271,8 +267,7 @@ def compare(reference, candidate, output, gates_path, sample, seed, config_path)
         result = run_compare(reference, candidate, output, gates_path=gates_path, sample=sample, seed=seed,
                              config=config_path)
     except CompareError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        _fail(exc, 2)
     for side in ("reference", "candidate"):
         s = result[side]
         click.echo(f"{side}: {s['sampled']:,} of {s['records']:,} documents sampled from {s['input']}")
