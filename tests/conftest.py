@@ -32,3 +32,13 @@ def folder_bytes(root: Path, *subdirs: str) -> dict[str, bytes]:
 @pytest.fixture(scope="session")
 def sample_data() -> Path:
     return SAMPLE
+
+
+@pytest.fixture(scope="session")
+def sample_run(tmp_path_factory) -> Path:
+    """One real run of sample_data (default pipeline, 2 workers), shared by the modules that only read it
+    (sql, stats, inspect)."""
+    path = tmp_path_factory.mktemp("sample_run") / "run"
+    proc = run_cli("run", SAMPLE, "-o", path, "--workers", 2, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    return path

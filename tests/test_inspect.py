@@ -4,16 +4,13 @@ import json
 import duckdb
 import pytest
 
-from conftest import SAMPLE, run_cli
+from conftest import run_cli
 from dataclean.audit.inspect import percentile_of, rare_script_share
 
 
 @pytest.fixture(scope="module")
-def out(tmp_path_factory):
-    path = tmp_path_factory.mktemp("inspect") / "run"
-    proc = run_cli("run", SAMPLE, "-o", path, "--workers", 2, "--quiet")
-    assert proc.returncode == 0, proc.stderr
-    return path
+def out(sample_run):
+    return sample_run  # read only: these commands never write into the run
 
 
 def one(out, sql):

@@ -14,11 +14,8 @@ from dataclean.audit.tables import FILES, VIEWS, table_files
 
 
 @pytest.fixture(scope="module")
-def out(tmp_path_factory):
-    path = tmp_path_factory.mktemp("query") / "run"
-    proc = run_cli("run", SAMPLE, "-o", path, "--workers", 2, "--quiet")
-    assert proc.returncode == 0, proc.stderr
-    return path
+def out(sample_run):
+    return sample_run  # read only: these commands never write into the run
 
 
 @pytest.fixture(scope="module")
