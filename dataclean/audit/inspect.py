@@ -37,7 +37,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataclean.audit.tables import VIEWS, connect, sql_string, table_files, view_columns, views_of
+from dataclean.audit.tables import (VIEWS, connect, kept_records_filter, sql_string, table_files, view_columns,
+                                    views_of)
 
 MIN_RUN_CHARS = 24
 RARE_SCRIPT_SHARE = 0.05
@@ -134,7 +135,8 @@ class Run:
         # one row per kept record: a mixture's repeated copies (mix_epoch > 0) are not counted again
         self.kept_records = "kept"
         if "mix_epoch" in self.kept_columns:
-            self.con.execute("CREATE TEMP VIEW kept_records AS SELECT * FROM kept WHERE coalesce(mix_epoch, 0) = 0")
+            self.con.execute("CREATE TEMP VIEW kept_records AS SELECT * FROM kept "
+                             f"WHERE {kept_records_filter(self.kept_columns)}")
             self.kept_records = "kept_records"
         self.signals = [c for c, t in self.kept_columns.items()
                         if c not in NOT_SIGNALS and t.split("(")[0] in NUMERIC_TYPES]

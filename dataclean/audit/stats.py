@@ -20,8 +20,7 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dataclean.audit.tables import connect
-from dataclean.audit.verify import original_rows_filter
+from dataclean.audit.tables import connect, kept_records_filter, view_columns
 from dataclean.io.writers import atomic_write_table, write_json_atomic
 
 
@@ -32,7 +31,7 @@ def write_stats(out: str, stage_order: list[str], pass1: list[dict]) -> dict:
         SELECT stage, rule, reason, source, coalesce(lang, 'unknown') AS lang, count(*) AS docs,
                sum(coalesce(n_chars, 0))::BIGINT AS chars, sum(coalesce(n_tokens, 0))::BIGINT AS tokens
         FROM removed GROUP BY ALL ORDER BY stage, rule, reason, source, lang""").to_arrow_table()
-    orig = original_rows_filter(con)  # a mixture's repeated copies are output rows, not records
+    orig = kept_records_filter(dict(view_columns(con, "kept")))  # a mixture's copies are rows, not records
     kept = con.sql(f"""
         SELECT source, coalesce(lang, 'unknown') AS lang, count(*) FILTER (WHERE {orig}) AS docs,
                coalesce(sum(n_chars) FILTER (WHERE {orig}), 0)::BIGINT AS chars,

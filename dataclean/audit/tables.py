@@ -124,3 +124,10 @@ def views_of(con: duckdb.DuckDBPyConnection) -> list[str]:
 def view_columns(con: duckdb.DuckDBPyConnection, view: str) -> list[tuple[str, str]]:
     """``(column, DuckDB type)`` of ``view``."""
     return [(r[0], r[1]) for r in con.execute(f"DESCRIBE {view}").fetchall()]
+
+
+def kept_records_filter(columns, alias: str = "") -> str:
+    """SQL condition on ``kept`` (its ``columns``; ``alias``: a table alias) that selects each input record
+    once: a mixture recipe also writes extra epochs of some documents (``mix_epoch > 0``), which are output
+    rows, not records."""
+    return f"coalesce({alias + '.' if alias else ''}mix_epoch, 0) = 0" if "mix_epoch" in columns else "true"

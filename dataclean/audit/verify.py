@@ -16,13 +16,7 @@ from dataclasses import dataclass, field
 
 import pyarrow.parquet as pq
 
-from dataclean.audit.tables import connect, shard_files
-
-
-def original_rows_filter(con) -> str:
-    """SQL condition on ``kept`` selecting each input record once (not the extra epochs of a mixture)."""
-    cols = {r[0] for r in con.sql("DESCRIBE kept").fetchall()}
-    return "coalesce(mix_epoch, 0) = 0" if "mix_epoch" in cols else "true"
+from dataclean.audit.tables import connect, kept_records_filter, shard_files, view_columns
 
 
 @dataclass
@@ -58,7 +52,8 @@ def verify(out: str, full: bool = True) -> VerifyReport:
 
     con = connect(out)
     # a mixture recipe writes extra epochs of some documents (mix_epoch > 0): they are copies, not records
-    orig = original_rows_filter(con)
+    kept_cols = dict(view_columns(con, "kept"))
+    orig = kept_records_filter(kept_cols)
     kept_by_file = dict(con.sql(f"SELECT origin_file, count(*) FROM kept WHERE {orig} GROUP BY 1").fetchall())
     removed_by_file = dict(con.sql("SELECT origin_file, count(*) FROM removed GROUP BY 1").fetchall())
     kept_by_source = dict(con.sql(f"SELECT source, count(*) FROM kept WHERE {orig} GROUP BY 1").fetchall())
@@ -69,7 +64,7 @@ def verify(out: str, full: bool = True) -> VerifyReport:
                          ORDER BY ALL LIMIT 5""").fetchall()
     dup_ids = con.sql("SELECT id, count(*) FROM kept GROUP BY id HAVING count(*) > 1 ORDER BY id LIMIT 5").fetchall()
     orphans = con.sql(f"""SELECT id FROM kept c WHERE NOT ({orig}) AND NOT EXISTS (
-                            SELECT 1 FROM kept o WHERE ({orig.replace('mix_epoch', 'o.mix_epoch')})
+                            SELECT 1 FROM kept o WHERE ({kept_records_filter(kept_cols, "o")})
                               AND o.origin_file = c.origin_file AND o.origin_row = c.origin_row)
                           ORDER BY id LIMIT 5""").fetchall()
     n_kept = con.sql(f"SELECT count(*) FROM kept WHERE {orig}").fetchall()[0][0]

@@ -13,7 +13,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dataclean.audit.tables import connect
+from dataclean.audit.tables import connect, kept_records_filter
 
 TEXT_CHARS = 600  # characters of a document's text shown in the report
 HIST_BINS = 40
@@ -54,8 +54,7 @@ class RunTables:
         self.con: duckdb.DuckDBPyConnection = connect(out)
         self.kept_cols = {r[0]: r[1] for r in self.con.sql("DESCRIBE kept").fetchall()}
         self.removed_cols = {r[0]: r[1] for r in self.con.sql("DESCRIBE removed").fetchall()}
-        # extra copies of a mixture's repeated documents are not extra documents
-        self.kept_filter = "coalesce(mix_epoch, 0) = 0" if "mix_epoch" in self.kept_cols else "true"
+        self.kept_filter = kept_records_filter(self.kept_cols)  # a mixture's copies are not extra documents
 
     def close(self) -> None:
         self.con.close()
