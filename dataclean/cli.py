@@ -29,7 +29,11 @@ def main() -> None:
 @click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="Output folder.")
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
               help="YAML config merged onto rules/default.yaml.")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1), help="Worker processes.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1),
+              help="Worker processes (with --executor ray and no --ray-address: CPUs of the local Ray).")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where tasks run: a local process pool, or Ray tasks (pip install 'dataclean[ray]').")
+@click.option("--ray-address", help="Ray cluster to join (e.g. auto, ray://head:10001); default: start a local Ray.")
 @click.option("--fresh", is_flag=True, help="Discard a previous run in OUTPUT (only files dataclean wrote).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @click.option("--text-column", help="Input column that holds the text (input.columns.text).")
@@ -40,8 +44,8 @@ def main() -> None:
               help="Also remove near-duplicates of the documents an earlier run (its output folder) kept.")
 @click.option("--mixture", help="Mixture recipe (YAML path, or a name under rules/mixtures/): sample the cleaned "
                                 "sources to a token budget (config key `mixture`).")
-def run(inputs, output, config_path, workers, fresh, quiet, text_column, id_column, source_column,
-        default_source, dedup_against, mixture) -> None:
+def run(inputs, output, config_path, workers, executor, ray_address, fresh, quiet, text_column, id_column,
+        source_column, default_source, dedup_against, mixture) -> None:
     """Clean INPUTS (files, folders or globs of .parquet/.jsonl[.gz|.zst]) into OUTPUT."""
     overrides = {k: v for k, v in {
         "input.columns.text": text_column, "input.columns.id": id_column,
@@ -49,7 +53,8 @@ def run(inputs, output, config_path, workers, fresh, quiet, text_column, id_colu
         "mixture": mixture}.items() if v is not None}
     try:
         summary = run_pipeline(list(inputs), output, config=config_path, workers=workers, fresh=fresh,
-                               quiet=quiet, overrides=overrides, dedup_against=list(dedup_against))
+                               quiet=quiet, overrides=overrides, dedup_against=list(dedup_against),
+                               executor=executor, ray_address=ray_address)
     except (RunError, ConfigError) as exc:
         _fail(exc, 2)
     except WriteError as exc:  # disk full, read-only...: nothing half-written is visible; a rerun resumes

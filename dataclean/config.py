@@ -143,6 +143,9 @@ def validate(cfg: dict) -> None:
     for key in ("shard_max_rows", "shard_max_mb", "row_group_rows"):
         if not isinstance(out[key], int) or out[key] <= 0:
             raise ConfigError(f"output.{key}: must be a positive integer, got {out[key]!r}")
+    parts = cfg["global"]["partitions"]
+    if not isinstance(parts, int) or isinstance(parts, bool) or not 1 <= parts <= 100_000:
+        raise ConfigError(f"global.partitions: must be an integer from 1 to 100000, got {parts!r}")
     if not isinstance(cfg["input"]["batch_rows"], int) or cfg["input"]["batch_rows"] <= 0:
         raise ConfigError("input.batch_rows: must be a positive integer")
     if not isinstance(cfg["input"]["columns"].get("text"), str):

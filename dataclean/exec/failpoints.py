@@ -3,6 +3,9 @@ list of entries. Unset (always, outside tests), a failpoint costs one environmen
 
 * ``NAME`` (e.g. ``pass1-done-1``, ``global-mid``): the run SIGKILLs its whole process group when it reaches
   the point of that name (:func:`failpoint`).
+* ``die-once:NAME``: the process that reaches the point SIGKILLs itself alone (a worker dying, not the run),
+  the first time only: a file ``NAME`` created in ``DATACLEAN_FAILPOINT_STATE`` (a folder) remembers it, so the
+  retried task passes.
 * ``write-fail:GLOB``: a writer about to write a file whose path matches ``GLOB`` (``fnmatch`` on the final
   path, e.g. ``*/data/part-00001-*``) raises ``OSError(ENOSPC)`` after the temporary file was opened, as a
   full disk would (:func:`write_failpoint`).
@@ -15,12 +18,23 @@ import os
 import signal
 
 WRITE_FAIL = "write-fail:"
+DIE_ONCE = "die-once:"
 
 
 def failpoint(name: str) -> None:
     spec = os.environ.get("DATACLEAN_FAILPOINTS")
-    if spec and name in spec.split(","):
+    if not spec:
+        return
+    entries = spec.split(",")
+    if name in entries:
         os.killpg(os.getpgrp(), signal.SIGKILL)
+    if DIE_ONCE + name in entries:
+        try:  # O_EXCL: of several processes reaching the point, one dies
+            os.close(os.open(os.path.join(os.environ["DATACLEAN_FAILPOINT_STATE"], name),
+                             os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def write_failpoint(path: str) -> None:

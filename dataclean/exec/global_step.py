@@ -6,6 +6,10 @@ pass 2 is one removal list sorted by ``doc_key`` (so each pass-2 task reads just
 
 Before any stage's global decision, ids are made unique: when two records share an id, the one that comes
 first in input order (smallest ``doc_key``) stays and the others are removed as ``duplicate_id``.
+
+The decisions that group documents by a key (ids, exact content hashes, MinHash bands) start from candidate
+rows made by reduce tasks, one per key partition, run by the executor (see :mod:`dataclean.exec.shuffle`);
+the driver reads only those candidates for them.
 """
 from __future__ import annotations
 
@@ -17,8 +21,10 @@ import duckdb
 import pyarrow.parquet as pq
 from dataclasses import dataclass
 
+from dataclean.exec import shuffle
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.layout import Layout
+from dataclean.exec.tasks import load_marker
 from dataclean.io.writers import write_json_atomic
 
 REMOVAL_COLUMNS = "doc_key, stage, rule, reason, value, threshold, detail, dup_of"
@@ -33,6 +39,7 @@ class GlobalContext:
     cfg: dict
     lay: Layout
     columns: set[str]
+    candidates: dict[str, str]  # shuffle kind -> DuckDB view of its candidate rows still alive
 
 
 def connect(cfg: dict, lay: Layout) -> duckdb.DuckDBPyConnection:
@@ -55,9 +62,43 @@ def _file_list(paths: list[str]) -> str:
     return "[" + ", ".join(f"'{_sql_str(p)}'" for p in paths) + "]"
 
 
+def shuffle_kinds(pipeline) -> dict[str, tuple[str, object]]:
+    """kind -> (reduce SQL, stage or None for ids) of every key-grouped decision of ``pipeline``."""
+    kinds = {"ids": (shuffle.ID_REDUCE, None)}
+    for stage in pipeline.global_stages:
+        if hasattr(stage, "shuffle_rows"):
+            kinds[stage.name] = (stage.shuffle_reduce, stage)
+    return kinds
+
+
+def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: list[int], executor,
+                     on_done=None) -> list[dict]:
+    """The reduce tasks of every kind and partition whose marker is missing, through ``executor``."""
+    specs = []
+    for kind, (sql, _) in shuffle_kinds(pipeline).items():
+        for p in range(int(cfg["global"]["partitions"])):
+            m = load_marker(lay, shuffle.marker_name(kind, p))
+            if m and m.get("fingerprint") == fingerprint and m.get("tasks") == tasks:
+                continue
+            specs.append(shuffle.ReduceSpec(kind, p, lay.root, sql, tuple(tasks),
+                                            cfg["global"]["task_memory_limit"], fingerprint))
+    if not specs:
+        return []
+    if executor is None:
+        return [shuffle.reduce_task(spec) for spec in specs]
+    return executor.map(shuffle.reduce_task, specs, on_done=on_done)
+
+
 def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerprint: str,
-                tasks: list[int]) -> dict:
+                tasks: list[int], executor=None, after_reduce=None) -> dict:
+    """The whole global step: reduce tasks (through ``executor``; ``after_reduce()`` is called when they are
+    done, e.g. to stop idle workers), then the driver's decisions, then the removal list."""
     started = time.time()
+    kinds = shuffle_kinds(pipeline)
+    if doc_files:
+        run_reduce_tasks(lay, cfg, pipeline, fingerprint, tasks, executor)
+    if after_reduce is not None:
+        after_reduce()
     con = connect(cfg, lay)
     os.makedirs(os.path.dirname(lay.removals), exist_ok=True)
     con.execute("CREATE TABLE removals (doc_key BIGINT, stage VARCHAR, rule VARCHAR, reason VARCHAR, "
@@ -71,29 +112,40 @@ def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerpr
             needed.update(getattr(stage, "global_columns", ()))
         needed &= available
         cols = ", ".join(sorted(needed))
-        ctx = GlobalContext(con, cfg, lay, needed)
+        cand_views = {}
+        for i, kind in enumerate(kinds):
+            con.execute(f"CREATE VIEW cand_{i} AS SELECT * FROM "
+                        f"read_parquet('{_sql_str(shuffle.candidates_glob(lay, kind))}')")
+            cand_views[kind] = f"cand_{i}"
+        ctx = GlobalContext(con, cfg, lay, needed, {})
         con.execute(f"CREATE VIEW docs AS SELECT {cols} FROM read_parquet({_file_list(doc_files)})")
-        con.execute("""
+        con.execute(f"""
             INSERT INTO removals
             SELECT doc_key, 'ids', 'duplicate_id', 'duplicate_id', CAST(rn AS DOUBLE), 1.0,
                    'id also at ' || first_origin, id
             FROM (SELECT doc_key, id,
                          row_number() OVER (PARTITION BY id ORDER BY doc_key) AS rn,
-                         first_value(origin_file || '#' || origin_row) OVER (PARTITION BY id ORDER BY doc_key) AS first_origin
-                  FROM docs WHERE id IN (SELECT id FROM docs GROUP BY id HAVING count(*) > 1))
+                         first_value(origin) OVER (PARTITION BY id ORDER BY doc_key) AS first_origin
+                  FROM {cand_views["ids"]})
             WHERE rn > 1
         """)
         counts["ids"] = con.execute("SELECT count(*) FROM removals").fetchall()[0][0]
         for stage in pipeline.global_stages:
             con.execute("CREATE OR REPLACE TEMP VIEW alive AS SELECT * FROM docs "
                         "ANTI JOIN removals USING (doc_key)")
+            source = "alive"
+            if stage.name in cand_views:  # a key-grouped decision: its candidates still alive
+                con.execute(f"CREATE OR REPLACE TEMP VIEW alive_cand AS SELECT * FROM {cand_views[stage.name]} "
+                            "ANTI JOIN removals USING (doc_key)")
+                ctx.candidates = {stage.name: "alive_cand"}
+                source = "alive_cand"
             if hasattr(stage, "write_artifacts"):
-                stage.write_artifacts(con, "alive", lay.dedup)
+                stage.write_artifacts(con, source, lay.dedup)
             before = con.execute("SELECT count(*) FROM removals").fetchall()[0][0]
             if hasattr(stage, "global_decide"):  # decisions that need Python (clustering): inserts itself
                 stage.global_decide(ctx, "alive")
             else:
-                con.execute(f"INSERT INTO removals SELECT {REMOVAL_COLUMNS} FROM ({stage.global_removals(con, 'alive')})")
+                con.execute(f"INSERT INTO removals SELECT {REMOVAL_COLUMNS} FROM ({stage.global_removals(con, source)})")
             after = con.execute("SELECT count(*) FROM removals").fetchall()[0][0]
             counts[stage.name] = after - before
             failpoint("global-mid")

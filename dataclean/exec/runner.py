@@ -22,6 +22,7 @@ from dataclean.exec.failpoints import failpoint
 from dataclean.exec.global_step import global_step
 from dataclean.exec.layout import OWNED_ENTRIES, Layout
 from dataclean.exec.local import LocalExecutor
+from dataclean.exec.shuffle import clear_candidates
 from dataclean.exec.tasks import TaskSpec, load_marker, pass1_task, pass2_task, pipeline_for
 from dataclean.io.readers import discover_inputs
 from dataclean.io.writers import tmp_name, write_errors, write_json_atomic
@@ -184,14 +185,32 @@ class _Progress:
             yield lambda *_: bar.advance(t)
 
 
+def make_executor(kind: str = "local", workers: int = 1, address: str | None = None):
+    """The executor named ``kind``: ``"local"`` (a process pool of ``workers``) or ``"ray"`` (Ray tasks on the
+    cluster at ``address``, or on a local Ray of ``workers`` CPUs)."""
+    if kind == "local":
+        if address:
+            raise RunError("--ray-address needs --executor ray")
+        return LocalExecutor(workers)
+    if kind == "ray":
+        from dataclean.exec.ray_executor import RayExecutor, RayExecutorError
+        try:
+            return RayExecutor(address=address, workers=workers)
+        except RayExecutorError as exc:
+            raise RunError(str(exc)) from None
+    raise RunError(f"unknown executor {kind!r} (local or ray)")
+
+
 def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False, quiet: bool = True,
-        executor=None, overrides: dict | None = None, dedup_against: list[str] | None = None) -> RunSummary:
+        executor=None, overrides: dict | None = None, dedup_against: list[str] | None = None,
+        ray_address: str | None = None) -> RunSummary:
     """Clean ``inputs`` (files, folders, globs) into ``output``; return a :class:`RunSummary`.
 
-    ``config`` is a resolved config dict, a YAML path or None (defaults). ``dedup_against`` names earlier
-    output folders whose kept documents the near-duplicate stage removes duplicates of. Raises
-    :class:`RunError` when the run cannot start (bad output folder, changed config without ``fresh``, no
-    inputs).
+    ``config`` is a resolved config dict, a YAML path or None (defaults). ``executor`` is ``"local"`` (the
+    default), ``"ray"`` (with ``ray_address``, or a local Ray of ``workers`` CPUs) or an executor object with
+    ``map(fn, specs, on_done)`` (left open: the caller closes it). ``dedup_against`` names earlier output folders
+    whose kept documents the near-duplicate stage removes duplicates of. Raises :class:`RunError` when the run
+    cannot start (bad output folder, changed config without ``fresh``, no inputs).
     """
     started = time.time()
     if isinstance(inputs, (str, os.PathLike)):
@@ -221,7 +240,8 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
 
     pipe = pipeline_for(cfg)
     progress = _Progress(quiet)
-    ex = executor or LocalExecutor(workers)
+    owned = executor is None or isinstance(executor, str)
+    ex = make_executor(executor or "local", workers, ray_address) if owned else executor
     timings: dict[str, float] = {}
     resumed = 0
     try:
@@ -237,14 +257,14 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
                 resumed += 1
             else:
                 todo.append(spec)
+        if todo:  # new pass-1 outputs: the reduce tasks' candidates must be made again from them
+            clear_candidates(lay)
         with progress.phase("pass 1", len(todo)) as tick:
             for res in ex.map(pass1_task, todo, on_done=tick):
                 p1[res["task"]] = res
         failed = [p1[i] for i in sorted(p1) if p1[i]["status"] != "ok"]
         ok_tasks = [i for i in sorted(p1) if p1[i]["status"] == "ok"]
         timings["pass1"] = round(time.time() - t0, 3)
-        if executor is None and pipe.global_stages:
-            ex.close()  # idle workers would hold their memory through the global step; pass 2 starts new ones
 
         # -- global step ------------------------------------------------------------------------------
         t0 = time.time()
@@ -253,8 +273,11 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
             for stale in glob.glob(lay.marker("pass2-*")):
                 os.remove(stale)  # pass-2 results belong to the global step that is about to be redone
             doc_files = sorted(f for i in ok_tasks for f in glob.glob(os.path.join(lay.pass1_dir(i), "docs-*.parquet")))
+            # idle local workers would hold their memory through the driver's part of the global step; pass 2
+            # starts new ones (a Ray cluster's workers are the cluster's to manage)
+            release = ex.close if owned and isinstance(ex, LocalExecutor) and pipe.global_stages else None
             with progress.phase("global", 1) as tick, write_errors(os.path.join(output, "_work", "global")):
-                g = global_step(lay, cfg, pipe, doc_files, fp, ok_tasks)
+                g = global_step(lay, cfg, pipe, doc_files, fp, ok_tasks, executor=ex, after_reduce=release)
                 tick()
         else:
             resumed += 1
@@ -273,7 +296,7 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
             ex.map(pass2_task, todo, on_done=tick)
         timings["pass2"] = round(time.time() - t0, 3)
     finally:
-        if executor is None:
+        if owned:
             ex.close()
 
     # -- stats, manifest, verify --------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from dataclean.config import config_hash
+from dataclean.exec import shuffle
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.layout import Layout
 from dataclean.io.readers import ColumnMapping, InputFileError, read_shard
@@ -95,6 +96,11 @@ def pass1_task(spec: TaskSpec) -> dict:
     records = bad = kept = 0
     by_source: dict[str, int] = {}
     nbytes = 0
+    # key rows of the global step's grouped decisions, partitioned for its reduce tasks (exec/shuffle.py)
+    keyed = [(shuffle.id_rows, shuffle.ShuffleWriter(folder, "ids", shuffle.ID_SCHEMA, cfg["global"]["partitions"]))]
+    keyed += [(stage.shuffle_rows, shuffle.ShuffleWriter(folder, stage.name, stage.shuffle_schema,
+                                                         cfg["global"]["partitions"]))
+              for stage in pipe.global_stages if hasattr(stage, "shuffle_rows")]
     try:
         for chunk in read_shard(spec.input_path, spec.task, mapping, cfg["input"]["batch_rows"]):
             records += chunk.n_records
@@ -106,6 +112,8 @@ def pass1_task(spec: TaskSpec) -> dict:
                 rejected.write(conform(chunk.bad, pipe.ledger_schema()))
             outcome = pipe.process(chunk.docs)
             docs.write(outcome.kept)
+            for rows_of, writer in keyed:
+                writer.add(*rows_of(outcome.kept))
             rejected.write(outcome.removed)
             kept += outcome.kept.num_rows
     except InputFileError as exc:
@@ -132,6 +140,8 @@ def pass1_task(spec: TaskSpec) -> dict:
     docs.commit(write_empty=True)
     failpoint(f"pass1-files-{spec.task}")
     rejected.commit(write_empty=True)
+    for _, writer in keyed:
+        writer.commit()
     result = {
         "task": spec.task, "input": spec.input_path, "status": "ok", "records": records, "bad_records": bad,
         "pass1_kept": kept, "pass1_removed": records - kept, "records_by_source": by_source,

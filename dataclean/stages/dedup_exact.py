@@ -49,8 +49,21 @@ class ExactDedup(Stage):
     def apply(self, batch: pa.RecordBatch) -> StageResult:
         return StageResult(with_columns(batch, {"content_hash": content_hash(batch.column("text"))}))
 
+    # the global step's shuffle (dataclean/exec/shuffle.py): pass 1 writes these key rows, partitioned by the
+    # hash; a reduce task per partition keeps the hashes seen twice or more
+    shuffle_schema = pa.schema([("content_hash", pa.binary(16)), ("id", pa.string()), ("doc_key", pa.int64())])
+    shuffle_reduce = ("SELECT r.* FROM rows r SEMI JOIN (SELECT content_hash FROM rows GROUP BY content_hash "
+                      "HAVING count(*) > 1) g USING (content_hash)")
+
+    def shuffle_rows(self, batch: pa.RecordBatch) -> tuple[pa.Table, "np.ndarray"]:
+        from dataclean.exec.shuffle import fixed_binary_key
+
+        rows = pa.table({name: batch.column(name) for name in self.shuffle_schema.names})
+        return rows, fixed_binary_key(batch.column("content_hash"))
+
     def global_removals(self, con, docs: str) -> str:
-        """SQL over the pass-1 survivors view ``docs`` that lists the removals of this stage."""
+        """SQL over a view ``docs`` of (content_hash, id, doc_key) of the documents still alive (the global
+        step gives this stage's candidate rows: every member of a hash seen twice) listing its removals."""
         return f"""
             WITH grp AS (
                 SELECT content_hash, min(id) AS keep_id, count(*) AS n
@@ -64,7 +77,8 @@ class ExactDedup(Stage):
         """
 
     def write_artifacts(self, con, docs: str, folder: str) -> None:
-        """``dedup/exact_groups.parquet``: every group of identical texts, its kept id and its members."""
+        """``dedup/exact_groups.parquet``: every group of identical texts, its kept id and its members (``docs``
+        as in :meth:`global_removals`)."""
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, "exact_groups.parquet")
         tmp = path + ".tmp"

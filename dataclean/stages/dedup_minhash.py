@@ -123,6 +123,26 @@ class MinHashDedup(Stage):
         return StageResult(with_columns(batch, {"minhash_shingles": pa.array(counts, pa.int64()),
                                                 "minhash_sig": sig_list, "minhash_bands": band_list}))
 
+    # -- the global step's shuffle (dataclean/exec/shuffle.py) -------------------------------------------
+    shuffle_schema = pa.schema([("band", pa.int32()), ("h", pa.uint64()), ("doc_key", pa.int64())])
+    shuffle_reduce = ("SELECT r.* FROM rows r SEMI JOIN (SELECT band, h FROM rows GROUP BY band, h "
+                      "HAVING count(*) > 1) g USING (band, h)")
+
+    def shuffle_rows(self, batch: pa.RecordBatch) -> tuple[pa.Table, np.ndarray]:
+        """One row per band of each document that has a signature: (band 1..bands, band hash, doc_key),
+        partitioned by the band hash."""
+        col = batch.column("minhash_bands")
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        parent = pc.list_parent_indices(col).to_numpy()
+        h = pc.list_flatten(col).to_numpy(zero_copy_only=False).astype(np.uint64)
+        starts = np.r_[0, np.flatnonzero(np.diff(parent)) + 1]
+        band = np.arange(len(parent), dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, len(parent)])) + 1
+        keys = batch.column("doc_key").to_numpy()[parent] if len(parent) else np.zeros(0, np.int64)
+        rows = pa.table({"band": pa.array(band.astype(np.int32)), "h": pa.array(h, pa.uint64()),
+                         "doc_key": pa.array(keys, pa.int64())})
+        return rows, h
+
     # -- global step -------------------------------------------------------------------------------------
     def params_record(self) -> dict:
         return {"num_perm": self.num_perm, "seed": self.seed, "word_ngram": self.word_ngram,
@@ -147,16 +167,14 @@ class MinHashDedup(Stage):
         con = ctx.con
         for old in self.against:
             self._against_old(ctx, view, old)
-        con.execute(f"""
-            CREATE OR REPLACE TEMP TABLE mh_bands AS
-            SELECT doc_key, generate_subscripts(minhash_bands, 1) AS band, unnest(minhash_bands) AS h
-            FROM {view} WHERE minhash_bands IS NOT NULL""")
-        edges = con.sql("""
+        # band rows of the buckets that held two or more documents (made by the reduce tasks from the band
+        # rows pass 1 wrote partitioned), less the documents earlier stages removed
+        bands = ctx.candidates[self.name]
+        edges = con.sql(f"""
             SELECT DISTINCT b.doc_key AS a, g.first_key AS b
-            FROM mh_bands b JOIN (SELECT band, h, min(doc_key) AS first_key FROM mh_bands
-                                  GROUP BY band, h HAVING count(*) > 1) g USING (band, h)
+            FROM {bands} b JOIN (SELECT band, h, min(doc_key) AS first_key FROM {bands}
+                                 GROUP BY band, h HAVING count(*) > 1) g USING (band, h)
             WHERE b.doc_key <> g.first_key ORDER BY a, b""").fetchnumpy()
-        con.execute("DROP TABLE mh_bands")
         a, b = np.asarray(edges["a"], np.int64), np.asarray(edges["b"], np.int64)
         keys = np.unique(np.concatenate([a, b]))
         u, v = np.searchsorted(keys, a), np.searchsorted(keys, b)

@@ -1,0 +1,205 @@
+"""The global step's shuffle: key rows written partitioned by pass 1, reduced per partition by their own tasks.
+
+The global decisions that group documents by a key — ids (``duplicate_id``), exact content hashes
+(``exact_duplicate``), MinHash band hashes (near-duplicate candidates) — do not need the whole corpus in
+one place: only the groups with two or more members matter, and a group lives entirely in the partition of
+its key. So:
+
+1. **pass 1** (each task, for its own input shard) writes, for each such *kind*, one file
+   ``_work/pass1/TTTTT/shuffle-KIND.parquet`` of narrow key rows (the key, ``doc_key``, what the decision
+   needs), sorted by ``partition = key mod global.partitions``, one row group per partition;
+2. **one reduce task per kind and partition** (run by the executor: the local process pool or Ray) reads that
+   partition from every pass-1 task's file — DuckDB prunes the other row groups by their statistics —, keeps
+   the rows of the keys that occur at least twice, in DuckDB under ``global.task_memory_limit`` (spilling to
+   its own temporary folder), and writes them to ``_work/global/cand/KIND/part-PPPPP.parquet``;
+3. **the driver** reads only these candidate rows: it applies the removals of the earlier global stages (a
+   document removed as a duplicate id is no member of an exact group), makes the decisions (smallest id
+   kept, star edges of LSH buckets, union-find) and writes the removal list.
+
+A key's rows all land in one partition whatever the number of partitions, so the candidate rows, and every
+decision made from them, are the same for any ``global.partitions`` and any number of workers.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import xxhash
+
+from dataclean.exec.failpoints import failpoint
+from dataclean.exec.layout import Layout
+from dataclean.io.writers import PARQUET_OPTIONS, _injected_failure, tmp_name, write_error, write_json_atomic
+
+PARTITION = "partition"
+
+
+def file_name(kind: str) -> str:
+    return f"shuffle-{kind}.parquet"
+
+
+# ------------------------------------------------------------------ the kinds' key rows (pass 1)
+
+def id_rows(batch: pa.RecordBatch) -> tuple[pa.Table, np.ndarray]:
+    """Key rows of the ``ids`` kind: ``(id, doc_key, origin)``, keyed by the 64-bit xxh3 of the id."""
+    ids = batch.column("id")
+    origin = pc.binary_join_element_wise(batch.column("origin_file"),
+                                         pc.cast(batch.column("origin_row"), pa.string()), "#")
+    digest = xxhash.xxh3_64_intdigest
+    keys = np.fromiter((digest(b) for b in ids.cast(pa.binary()).to_pylist()), dtype=np.uint64, count=len(ids))
+    return pa.table({"id": ids, "doc_key": batch.column("doc_key"), "origin": origin}), keys
+
+
+ID_SCHEMA = pa.schema([("id", pa.string()), ("doc_key", pa.int64()), ("origin", pa.string())])
+ID_REDUCE = "SELECT r.* FROM rows r SEMI JOIN (SELECT id FROM rows GROUP BY id HAVING count(*) > 1) g USING (id)"
+
+
+def fixed_binary_key(column: pa.Array) -> np.ndarray:
+    """The first 8 bytes (little-endian uint64) of each value of a ``fixed_size_binary(>=8)`` column."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    width = column.type.byte_width
+    data = np.frombuffer(column.buffers()[1], dtype=np.uint8)[column.offset * width:(column.offset + len(column)) * width]
+    return data.reshape(-1, width)[:, :8].copy().view("<u8").reshape(-1).astype(np.uint64)
+
+
+# ------------------------------------------------------------------ writing (pass 1)
+
+class ShuffleWriter:
+    """Collects one pass-1 task's key rows of one kind; :meth:`commit` writes them partitioned, atomically."""
+
+    def __init__(self, folder: str, kind: str, schema: pa.Schema, partitions: int):
+        self.path = os.path.join(folder, file_name(kind))
+        self.schema = schema
+        self.partitions = int(partitions)
+        self._tables: list[pa.Table] = []
+        self._parts: list[np.ndarray] = []
+
+    def add(self, rows: pa.Table, keys: np.ndarray) -> None:
+        if rows.num_rows:
+            self._tables.append(rows)
+            self._parts.append((keys % np.uint64(self.partitions)).astype(np.int32))
+
+    def commit(self) -> int:
+        """Write the file (also when empty, so every reduce task finds one file per pass-1 task)."""
+        schema = self.schema.append(pa.field(PARTITION, pa.int32()))
+        if self._tables:
+            table = pa.concat_tables(self._tables).cast(self.schema)
+            part = np.concatenate(self._parts)
+            order = np.argsort(part, kind="stable")  # by partition; input order inside one
+            table = table.take(pa.array(order)).append_column(PARTITION, pa.array(part[order]))
+            bounds = np.flatnonzero(np.diff(part[order])) + 1
+            starts = np.r_[0, bounds]
+            ends = np.r_[bounds, len(order)]
+        else:
+            table, starts, ends = schema.empty_table(), np.zeros(0, int), np.zeros(0, int)
+        tmp = tmp_name(self.path)
+        try:
+            with pq.ParquetWriter(tmp, schema, **PARQUET_OPTIONS) as writer:
+                _injected_failure(self.path)
+                if not len(starts):
+                    writer.write_table(table)
+                for s, e in zip(starts.tolist(), ends.tolist()):  # one row group per partition
+                    writer.write_table(table.slice(s, e - s), row_group_size=max(e - s, 1))
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except BaseException as exc:
+            try:
+                os.remove(tmp)
+            except OSError:
+                pass
+            if isinstance(exc, OSError):
+                raise write_error(self.path, exc) from None
+            raise
+        self._tables, self._parts = [], []
+        return table.num_rows
+
+
+# ------------------------------------------------------------------ reducing (the global step's tasks)
+
+@dataclass(frozen=True)
+class ReduceSpec:
+    """One reduce task: partition ``partition`` of ``kind`` over the pass-1 outputs of ``tasks``. ``sql``
+    selects the candidate rows from the view ``rows`` (the partition's key rows)."""
+
+    kind: str
+    partition: int
+    out: str
+    sql: str
+    tasks: tuple[int, ...]
+    memory_limit: str
+    fingerprint: str
+
+
+def candidates_dir(lay: Layout, kind: str) -> str:
+    return lay.p("_work", "global", "cand", kind)
+
+
+def marker_name(kind: str, partition: int) -> str:
+    return f"global-cand-{kind}-{partition:05d}"
+
+
+def reduce_task(spec: ReduceSpec) -> dict:
+    """Turn one partition of key rows into candidate rows (keys seen at least twice), written atomically."""
+    import duckdb
+
+    started = time.time()
+    lay = Layout(spec.out)
+    folder = candidates_dir(lay, spec.kind)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"part-{spec.partition:05d}.parquet")
+    tmp = tmp_name(path)
+    spill = lay.p("_work", "duckdb_tmp", f"{spec.kind}-{spec.partition:05d}")
+    files = [os.path.join(lay.pass1_dir(t), file_name(spec.kind)) for t in spec.tasks]
+    con = duckdb.connect(":memory:")
+    try:
+        os.makedirs(spill, exist_ok=True)
+        con.execute(f"SET memory_limit = '{spec.memory_limit}'")
+        con.execute("SET threads = 1")  # one CPU per task, like every task
+        con.execute(f"SET temp_directory = '{_sql_str(spill)}'")
+        con.execute("SET preserve_insertion_order = false")
+        listing = "[" + ", ".join(f"'{_sql_str(f)}'" for f in files) + "]"
+        con.execute(f"CREATE VIEW rows AS SELECT * EXCLUDE ({PARTITION}) FROM read_parquet({listing}) "
+                    f"WHERE {PARTITION} = {int(spec.partition)}")
+        _injected_failure(path)
+        con.execute(f"COPY ({spec.sql} ORDER BY ALL) TO '{_sql_str(tmp)}' (FORMAT parquet, COMPRESSION zstd)")
+        rows = con.execute(f"SELECT count(*) FROM read_parquet('{_sql_str(tmp)}')").fetchall()[0][0]
+        con.close()
+        os.replace(tmp, path)
+        failpoint(f"reduce-{spec.kind}-{spec.partition}")  # candidates written, marker not yet
+    except BaseException as exc:
+        con.close()
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError) or type(exc).__name__ == "IOException":
+            raise write_error(path, exc) from None
+        raise
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
+    result = {"kind": spec.kind, "partition": spec.partition, "rows": rows, "tasks": list(spec.tasks),
+              "fingerprint": spec.fingerprint, "seconds": round(time.time() - started, 3)}
+    write_json_atomic(result, lay.marker(marker_name(spec.kind, spec.partition)))
+    return result
+
+
+def candidates_glob(lay: Layout, kind: str) -> str:
+    return os.path.join(candidates_dir(lay, kind), "part-*.parquet")
+
+
+def clear_candidates(lay: Layout) -> None:
+    shutil.rmtree(lay.p("_work", "global", "cand"), ignore_errors=True)
+    for stale in glob.glob(lay.marker("global-cand-*")):
+        os.remove(stale)
+
+
+def _sql_str(s: str) -> str:
+    return s.replace("'", "''")

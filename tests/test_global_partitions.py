@@ -1,0 +1,108 @@
+"""The global step's shuffle (dataclean/exec/shuffle.py): key rows partitioned by pass 1, one reduce task per
+partition, the driver's decisions from the candidates only. Decisions must not depend on the partition count."""
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from conftest import SAMPLE, folder_bytes, run_cli
+from dataclean.exec import shuffle
+from dataclean.exec.layout import Layout
+from dataclean.stages.dedup_minhash import MinHashDedup
+
+
+def test_writer_puts_each_partition_in_its_own_row_group_in_input_order(tmp_path):
+    w = shuffle.ShuffleWriter(str(tmp_path), "ids", shuffle.ID_SCHEMA, partitions=3)
+    rows = pa.table({"id": ["a", "b", "c", "d", "e"], "doc_key": [10, 11, 12, 13, 14],
+                     "origin": ["f#0", "f#1", "f#2", "f#3", "f#4"]})
+    w.add(rows, np.array([5, 3, 2, 9, 8], np.uint64))  # partitions 2, 0, 2, 0, 2
+    assert w.commit() == 5
+    f = pq.ParquetFile(tmp_path / "shuffle-ids.parquet")
+    assert f.metadata.num_row_groups == 2
+    assert f.read_row_group(0).column("doc_key").to_pylist() == [11, 13]
+    assert f.read_row_group(1).column("doc_key").to_pylist() == [10, 12, 14]
+    assert f.read().column("partition").to_pylist() == [0, 0, 2, 2, 2]
+
+
+def test_empty_writer_still_writes_a_file(tmp_path):
+    w = shuffle.ShuffleWriter(str(tmp_path), "ids", shuffle.ID_SCHEMA, partitions=4)
+    assert w.commit() == 0
+    t = pq.read_table(tmp_path / "shuffle-ids.parquet")
+    assert t.num_rows == 0 and t.column_names == ["id", "doc_key", "origin", "partition"]
+
+
+def test_reduce_task_keeps_keys_seen_twice_across_tasks(tmp_path):
+    lay = Layout(str(tmp_path))
+    for task, ids in ((0, ["x", "y", "z"]), (1, ["y", "w"]), (2, ["z", "z"])):
+        folder = lay.pass1_dir(task)
+        os.makedirs(folder)
+        w = shuffle.ShuffleWriter(folder, "ids", shuffle.ID_SCHEMA, partitions=2)
+        keys = [(task << 40) + i for i in range(len(ids))]
+        rows = pa.table({"id": ids, "doc_key": keys, "origin": [f"in{task}#{i}" for i in range(len(ids))]})
+        w.add(*shuffle.id_rows(pa.RecordBatch.from_pydict({
+            "id": ids, "doc_key": keys, "origin_file": [f"in{task}"] * len(ids),
+            "origin_row": list(range(len(ids)))})))
+        w.commit()
+        assert rows.column("origin").to_pylist() == pq.read_table(
+            os.path.join(folder, "shuffle-ids.parquet")).sort_by("doc_key").column("origin").to_pylist()
+    found = []
+    for p in range(2):
+        res = shuffle.reduce_task(shuffle.ReduceSpec("ids", p, str(tmp_path), shuffle.ID_REDUCE, (0, 1, 2), "200MB",
+                                                     "fp"))
+        assert res["partition"] == p
+        found += pq.read_table(tmp_path / "_work/global/cand/ids" / f"part-{p:05d}.parquet").to_pylist()
+    assert sorted((r["id"], r["origin"]) for r in found) == [
+        ("y", "in0#1"), ("y", "in1#0"), ("z", "in0#2"), ("z", "in2#0"), ("z", "in2#1")]
+    assert (tmp_path / "_work/markers/global-cand-ids-00001.json").exists()
+    assert not list((tmp_path / "_work" / "duckdb_tmp").glob("*"))  # spill folders removed
+
+
+def test_fixed_binary_key_reads_the_first_eight_bytes_little_endian():
+    col = pa.array([bytes(range(16)), b"\xff" * 8 + b"\x00" * 8], pa.binary(16))
+    assert shuffle.fixed_binary_key(col).tolist() == [0x0706050403020100, 0xFFFFFFFFFFFFFFFF]
+    assert shuffle.fixed_binary_key(col.slice(1)).tolist() == [0xFFFFFFFFFFFFFFFF]
+
+
+def test_minhash_band_rows_number_bands_per_document_and_skip_documents_without_signature():
+    stage = MinHashDedup(num_perm=8, bands=2, rows=4)
+    batch = pa.RecordBatch.from_pydict({
+        "doc_key": pa.array([7, 8, 9], pa.int64()),
+        "minhash_bands": pa.array([[11, 12], None, [13, 14]], pa.list_(pa.uint64()))})
+    rows, keys = stage.shuffle_rows(batch)
+    assert rows.to_pylist() == [{"band": 1, "h": 11, "doc_key": 7}, {"band": 2, "h": 12, "doc_key": 7},
+                                {"band": 1, "h": 13, "doc_key": 9}, {"band": 2, "h": 14, "doc_key": 9}]
+    assert keys.tolist() == [11, 12, 13, 14]
+
+
+@pytest.fixture(scope="module")
+def partition_runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("partitions")
+    outs = {}
+    for parts in (1, 3):
+        cfg = base / f"p{parts}.yaml"
+        cfg.write_text(yaml.safe_dump({"global": {"partitions": parts}, "output": {"report": False}}))
+        out = base / f"out{parts}"
+        proc = run_cli("run", SAMPLE, "-o", out, "--config", cfg, "--workers", 2, "--quiet")
+        assert proc.returncode == 0, proc.stderr
+        outs[parts] = out
+    return outs
+
+
+def test_decisions_do_not_depend_on_the_partition_count(partition_runs, sample_run):
+    """1, 3 and the default 8 partitions: the same data, ledger, stats and dedup artifacts, byte for byte."""
+    reference = folder_bytes(sample_run, "data", "rejected", "dedup")
+    for out in partition_runs.values():
+        assert folder_bytes(out, "data", "rejected", "dedup") == reference
+    assert (partition_runs[3] / "stats" / "summary.json").read_text() == \
+        (partition_runs[1] / "stats" / "summary.json").read_text()
+
+
+def test_bad_partition_count_is_a_config_error(tmp_path):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("global:\n  partitions: 0\n")
+    proc = run_cli("run", SAMPLE, "-o", tmp_path / "out", "--config", cfg, "--quiet")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: global.partitions: must be an integer from 1 to 100000, got 0"
