@@ -1,8 +1,10 @@
 """The ``dataclean`` command: parse, call the library, print."""
 from __future__ import annotations
 
+import os
 import sys
 from typing import NoReturn
+
 
 import click
 
@@ -26,7 +28,11 @@ def main() -> None:
 
 @main.command()
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option("-o", "--output", required=True,
+              help="Output folder, or a URI (s3://bucket/run, any pyarrow/fsspec file system) to publish to.")
+@click.option("--work-dir", type=click.Path(file_okay=False),
+              help="With an output URI: the run folder (markers, pass-1 files); shared by all workers on a cluster. "
+                   "Default: ~/.cache/dataclean/runs/<hash of the URI>.")
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
               help="YAML config merged onto rules/default.yaml.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1),
@@ -44,7 +50,7 @@ def main() -> None:
               help="Also remove near-duplicates of the documents an earlier run (its output folder) kept.")
 @click.option("--mixture", help="Mixture recipe (YAML path, or a name under rules/mixtures/): sample the cleaned "
                                 "sources to a token budget (config key `mixture`).")
-def run(inputs, output, config_path, workers, executor, ray_address, fresh, quiet, text_column, id_column,
+def run(inputs, output, work_dir, config_path, workers, executor, ray_address, fresh, quiet, text_column, id_column,
         source_column, default_source, dedup_against, mixture) -> None:
     """Clean INPUTS (files, folders or globs of .parquet/.jsonl[.gz|.zst]) into OUTPUT."""
     overrides = {k: v for k, v in {
@@ -54,7 +60,7 @@ def run(inputs, output, config_path, workers, executor, ray_address, fresh, quie
     try:
         summary = run_pipeline(list(inputs), output, config=config_path, workers=workers, fresh=fresh,
                                quiet=quiet, overrides=overrides, dedup_against=list(dedup_against),
-                               executor=executor, ray_address=ray_address)
+                               executor=executor, ray_address=ray_address, work_dir=work_dir)
     except (RunError, ConfigError) as exc:
         _fail(exc, 2)
     except WriteError as exc:  # disk full, read-only...: nothing half-written is visible; a rerun resumes
@@ -72,6 +78,8 @@ def run(inputs, output, config_path, workers, executor, ray_address, fresh, quie
         if row.get("warning"):
             click.echo(f"  warning: mixture {row['source']}: {row['warning']}", err=True)
     click.echo(f"cleaned data: {output}/data/   ledger: {output}/rejected/   stats: {output}/stats/summary.json")
+    if os.path.abspath(summary.output) != os.path.abspath(output):  # an output URI: published from a run folder
+        click.echo(f"run folder (for stats, sql, inspect, report, verify): {summary.output}")
     if not summary.verified:
         click.echo("error: the output failed verification (see above)", err=True)
     if summary.failed_inputs or not summary.verified:

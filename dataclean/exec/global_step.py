@@ -19,9 +19,9 @@ import time
 
 import duckdb
 import pyarrow.parquet as pq
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from dataclean.exec import shuffle
+from dataclean.exec import aggregate, shuffle
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.layout import Layout
 from dataclean.exec.tasks import load_marker
@@ -40,6 +40,9 @@ class GlobalContext:
     lay: Layout
     columns: set[str]
     candidates: dict[str, str]  # shuffle kind -> DuckDB view of its candidate rows still alive
+    tasks: list[int] = field(default_factory=list)  # the pass-1 tasks, for per-task map tasks (exec/aggregate.py)
+    executor: object = None  # runs the map tasks; None: in this process
+    removed_path: str | None = None  # the removals so far (doc_key, sorted), written before a stage that maps
 
 
 def connect(cfg: dict, lay: Layout) -> duckdb.DuckDBPyConnection:
@@ -99,6 +102,7 @@ def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerpr
         run_reduce_tasks(lay, cfg, pipeline, fingerprint, tasks, executor)
     if after_reduce is not None:
         after_reduce()
+        executor = None  # the workers are gone: map tasks (small) run here
     con = connect(cfg, lay)
     os.makedirs(os.path.dirname(lay.removals), exist_ok=True)
     con.execute("CREATE TABLE removals (doc_key BIGINT, stage VARCHAR, rule VARCHAR, reason VARCHAR, "
@@ -117,7 +121,7 @@ def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerpr
             con.execute(f"CREATE VIEW cand_{i} AS SELECT * FROM "
                         f"read_parquet('{_sql_str(shuffle.candidates_glob(lay, kind))}')")
             cand_views[kind] = f"cand_{i}"
-        ctx = GlobalContext(con, cfg, lay, needed, {})
+        ctx = GlobalContext(con, cfg, lay, needed, {}, tasks=list(tasks), executor=executor)
         con.execute(f"CREATE VIEW docs AS SELECT {cols} FROM read_parquet({_file_list(doc_files)})")
         con.execute(f"""
             INSERT INTO removals
@@ -142,6 +146,8 @@ def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerpr
             if hasattr(stage, "write_artifacts"):
                 stage.write_artifacts(con, source, lay.dedup)
             before = con.execute("SELECT count(*) FROM removals").fetchall()[0][0]
+            if getattr(stage, "uses_aggregates", False):  # its map tasks skip what earlier stages removed
+                ctx.removed_path = aggregate.removals_so_far(con, lay, stage.name)
             if hasattr(stage, "global_decide"):  # decisions that need Python (clustering): inserts itself
                 stage.global_decide(ctx, "alive")
             else:

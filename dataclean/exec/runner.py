@@ -24,6 +24,7 @@ from dataclean.exec.layout import OWNED_ENTRIES, Layout
 from dataclean.exec.local import LocalExecutor
 from dataclean.exec.shuffle import clear_candidates
 from dataclean.exec.tasks import TaskSpec, load_marker, pass1_task, pass2_task, pipeline_for
+from dataclean.io import fs as iofs
 from dataclean.io.readers import discover_inputs
 from dataclean.io.writers import tmp_name, write_errors, write_json_atomic
 
@@ -92,7 +93,7 @@ def model_files_digest(cfg) -> dict[str, str]:
 def fingerprint(cfg: dict, inputs: list[str]) -> str:
     """What a run's markers are valid for: the resolved config, the rules folder, the model files it names,
     the inputs (size, mtime)."""
-    files = [(p, os.path.getsize(p), os.stat(p).st_mtime_ns) for p in inputs]
+    files = [(p, *iofs.stat(p)) for p in inputs]
     from dataclean import __version__
 
     blob = json.dumps({"config": config_hash(cfg), "rules": rules_digest(), "models": model_files_digest(cfg),
@@ -105,6 +106,8 @@ def _refuse_output_in_input_folder(out: str, specs: list[str]) -> None:
     next run of the same command, so a resumed run would not be the same run: refuse it."""
     out_abs = os.path.realpath(out)
     for spec in specs:
+        if iofs.is_uri(spec):
+            continue  # a remote input folder cannot hold the local run folder
         root = spec if os.path.isdir(spec) else spec.split("**")[0] if "**" in spec else None
         if root is None:
             continue
@@ -117,6 +120,8 @@ def _refuse_output_in_input_folder(out: str, specs: list[str]) -> None:
 def _check_output_folder(out: str, inputs: list[str], fp: str, fresh: bool) -> None:
     out_abs = os.path.realpath(out)
     for path in inputs:
+        if iofs.is_uri(path):
+            continue
         p = os.path.realpath(path)
         if p == out_abs or p.startswith(out_abs + os.sep):
             raise RunError(f"input {path} lies inside the output folder {out}; choose another output folder")
@@ -201,9 +206,46 @@ def make_executor(kind: str = "local", workers: int = 1, address: str | None = N
     raise RunError(f"unknown executor {kind!r} (local or ray)")
 
 
+def default_work_dir(destination: str) -> str:
+    """The local run folder of a run whose output is a URI: one per destination, under the user's cache."""
+    digest = hashlib.sha256(destination.encode("utf-8")).hexdigest()[:16]
+    return os.path.join(os.path.expanduser("~"), ".cache", "dataclean", "runs", digest)
+
+
+#: What the driver publishes after pass 2's tasks published their shards; manifest.json last, so a reader who
+#: sees it sees a complete run. (The owner file is published first, when the run starts.)
+PUBLISHED = ("stats", "dedup", "report.html", "manifest.json")
+
+
+def _check_destination(dest: str, fp: str, fresh: bool) -> None:
+    """A URI output must be empty, or a run of the same fingerprint (resumed), or discarded with ``fresh``."""
+    try:
+        names = iofs.listdir(dest) if iofs.isdir(dest) else []
+    except (OSError, ValueError) as exc:
+        raise RunError(f"cannot use the output {dest}: {exc}") from None
+    if not names:
+        return
+    owner = iofs.join(dest, os.path.basename(Layout(dest).owner))
+    if fresh:
+        if os.path.basename(owner) not in names:
+            raise RunError(f"output {dest} is not empty and was not written by dataclean; refusing to write into it")
+        for name in OWNED_ENTRIES:
+            if name in names:
+                iofs.remove_tree(iofs.join(dest, name))
+        return
+    if os.path.basename(owner) not in names:
+        raise RunError(f"output {dest} is not empty and was not written by dataclean; refusing to write into it "
+                       "(choose an empty or new location)")
+    with iofs.open_input_stream(owner) as fh:
+        theirs = json.loads(fh.read().decode("utf-8"))
+    if theirs.get("fingerprint") != fp:
+        raise RunError(f"output {dest} holds a run with a different configuration or different inputs; "
+                       "use --fresh to discard it, or choose another location")
+
+
 def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False, quiet: bool = True,
         executor=None, overrides: dict | None = None, dedup_against: list[str] | None = None,
-        ray_address: str | None = None) -> RunSummary:
+        ray_address: str | None = None, work_dir: str | None = None) -> RunSummary:
     """Clean ``inputs`` (files, folders, globs) into ``output``; return a :class:`RunSummary`.
 
     ``config`` is a resolved config dict, a YAML path or None (defaults). ``executor`` is ``"local"`` (the
@@ -211,6 +253,11 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
     ``map(fn, specs, on_done)`` (left open: the caller closes it). ``dedup_against`` names earlier output folders
     whose kept documents the near-duplicate stage removes duplicates of. Raises :class:`RunError` when the run
     cannot start (bad output folder, changed config without ``fresh``, no inputs).
+
+    Inputs may be URIs (``s3://bucket/corpus/``, see :mod:`dataclean.io.fs`). So may ``output``: the run then
+    works in the local (or shared) folder ``work_dir`` (default :func:`default_work_dir`) and publishes its
+    products there — each pass-2 task its own data/ and rejected/ shards, the driver stats/, dedup/,
+    manifest.json and report.html at the end, each file whole or not at all.
     """
     started = time.time()
     if isinstance(inputs, (str, os.PathLike)):
@@ -219,20 +266,32 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
         resolve_config(config, overrides)
     if dedup_against:
         cfg = with_dedup_against(cfg, [str(p) for p in dedup_against])
+    publish = None
+    if iofs.is_uri(str(output)):
+        publish, output = str(output).rstrip("/"), work_dir or default_work_dir(str(output))
+    elif work_dir:
+        raise RunError("--work-dir is for an output URI (s3://...); a local output folder is the run folder")
     _refuse_output_in_input_folder(output, [str(i) for i in inputs])
     try:
         files = discover_inputs([str(i) for i in inputs])
-    except FileNotFoundError as exc:
+    except (OSError, ValueError) as exc:  # a missing path, an unknown URI scheme, an unreachable store
         raise RunError(str(exc)) from None
     if not files:
         raise RunError(f"no input files found in {', '.join(map(str, inputs))} "
                        "(looked for .parquet, .jsonl, .jsonl.gz, .jsonl.zst)")
-    fp = fingerprint(cfg, files)
+    try:
+        fp = fingerprint(cfg, files)
+    except OSError as exc:
+        raise RunError(f"cannot read an input: {exc}") from None
+    if publish:
+        _check_destination(publish, fp, fresh)
     _check_output_folder(output, files, fp, fresh)
     lay = Layout(output)
     os.makedirs(output, exist_ok=True)
     if not os.path.exists(lay.owner):
         write_json_atomic({"tool": "dataclean", "fingerprint": fp, "config_hash": config_hash(cfg)}, lay.owner)
+    if publish:  # marks the destination as this run's from the start (a killed run is resumed, not refused)
+        iofs.publish_file(lay.owner, iofs.join(publish, os.path.basename(lay.owner)))
 
     final = load_marker(lay, "final")
     if final and final.get("fingerprint") == fp:
@@ -247,7 +306,7 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
     try:
         # -- pass 1 -----------------------------------------------------------------------------------
         t0 = time.time()
-        specs = [TaskSpec(i, path, output, cfg, fp) for i, path in enumerate(files)]
+        specs = [TaskSpec(i, path, output, cfg, fp, publish) for i, path in enumerate(files)]
         p1: dict[int, dict] = {}
         todo = []
         for spec in specs:
@@ -316,6 +375,13 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
     report = verify(output, full=False)  # the shards were just written and fsynced: their footers are enough
     if cfg["output"]["report"]:
         _write_report(output)
+    if publish and report.ok:
+        for name in PUBLISHED:
+            path = lay.p(name)
+            if os.path.isdir(path):
+                iofs.publish_tree(path, iofs.join(publish, name))
+            elif os.path.isfile(path):
+                iofs.publish_file(path, iofs.join(publish, name))
     if report.ok and not failed:
         write_json_atomic({"fingerprint": fp, "finished": time.time()}, lay.marker("final"))
         shutil.rmtree(os.path.join(lay.work, "pass1"), ignore_errors=True)

@@ -16,12 +16,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-import xxhash
 
 from dataclean.config import config_hash
 from dataclean.exec import shuffle
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.layout import Layout
+from dataclean.io import fs as iofs
 from dataclean.io.readers import ColumnMapping, InputFileError, read_shard
 from dataclean.io.writers import ShardWriter, WriteError, tmp_name, write_error, write_json_atomic
 from dataclean.pipeline import Pipeline, conform
@@ -37,6 +37,7 @@ class TaskSpec:
     out: str
     config: dict
     fingerprint: str
+    publish: str | None = None  # a destination (URI or folder) pass 2 copies this task's data/ and rejected/ to
 
 
 def pipeline_for(config: dict) -> Pipeline:
@@ -66,14 +67,6 @@ def _value_counts(arr: pa.Array, default: str) -> dict[str, int]:
 def _add_counts(total: dict, more: dict) -> None:
     for k, v in more.items():
         total[k] = total.get(k, 0) + v
-
-
-def file_checksum(path: str) -> str:
-    h = xxhash.xxh3_128()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
-    return "xxh3_128:" + h.hexdigest()
 
 
 def pass1_task(spec: TaskSpec) -> dict:
@@ -142,11 +135,11 @@ def pass1_task(spec: TaskSpec) -> dict:
     rejected.commit(write_empty=True)
     for _, writer in keyed:
         writer.commit()
+    size, mtime_ns = iofs.stat(spec.input_path)
     result = {
         "task": spec.task, "input": spec.input_path, "status": "ok", "records": records, "bad_records": bad,
         "pass1_kept": kept, "pass1_removed": records - kept, "records_by_source": by_source,
-        "text_bytes": nbytes, "size": os.path.getsize(spec.input_path),
-        "mtime_ns": os.stat(spec.input_path).st_mtime_ns, "checksum": file_checksum(spec.input_path),
+        "text_bytes": nbytes, "size": size, "mtime_ns": mtime_ns, "checksum": iofs.checksum(spec.input_path),
         "seconds": round(time.time() - started, 3), "fingerprint": spec.fingerprint,
     }
     write_json_atomic(result, lay.marker(f"pass1-{spec.task:05d}"))
@@ -205,6 +198,10 @@ def pass2_task(spec: TaskSpec) -> dict:
         data.abort()
         rej.abort()
         raise
+    if spec.publish:  # the run folder is a staging folder: each task publishes its own shards
+        for folder in (lay.data, lay.rejected):
+            for path in sorted(glob.glob(os.path.join(folder, prefix + "-*.parquet"))):
+                iofs.publish_file(path, iofs.join(spec.publish, os.path.basename(folder), os.path.basename(path)))
     result = {"task": spec.task, "kept": kept, "copies": copies, "removed": pass1_removed + ledger.num_rows,
               "fingerprint": spec.fingerprint, "seconds": round(time.time() - started, 3)}
     write_json_atomic(result, lay.marker(f"pass2-{spec.task:05d}"))

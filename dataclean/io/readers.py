@@ -12,12 +12,14 @@ Two kinds of failure are kept apart:
 """
 from __future__ import annotations
 
+import fnmatch
 import glob
 import gzip
 import io
 import json
 import os
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -26,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import zstandard
 
+from dataclean.io import fs
 from dataclean.schema import DOC_SCHEMA, LEDGER_FIELDS, doc_key
 
 SUPPORTED_SUFFIXES = (".parquet", ".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".ndjson.gz",
@@ -85,10 +88,14 @@ def discover_inputs(inputs: list[str]) -> list[str]:
     """Expand files, folders and globs into a sorted, de-duplicated list.
 
     A folder (recursively) and a glob yield supported files only, skipping names that start with ``.`` or
-    ``_``; a file named explicitly is always kept, so that an unsupported one fails loudly when read."""
+    ``_``; a file named explicitly is always kept, so that an unsupported one fails loudly when read.
+    URIs (``s3://bucket/corpus``, ``s3://bucket/**/*.parquet``, ``file:///…``) follow the same rules, a glob
+    being matched on the listing of its fixed prefix, and come back as URIs with their scheme."""
     found: list[str] = []
     for spec in inputs:
-        if os.path.isdir(spec):
+        if fs.is_uri(spec):
+            found.extend(_discover_uri(spec))
+        elif os.path.isdir(spec):
             for root, dirs, files in os.walk(spec):
                 dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
                 found.extend(os.path.join(root, f) for f in files
@@ -100,7 +107,7 @@ def discover_inputs(inputs: list[str]) -> list[str]:
             if not matches:
                 raise FileNotFoundError(f"input not found: {spec}")
             found.extend(m for m in matches if os.path.isfile(m) and _wanted_match(spec, m))
-    return sorted({os.path.normpath(p) for p in found})
+    return sorted({p if fs.is_uri(p) else os.path.normpath(p) for p in found})
 
 
 def _wanted_match(pattern: str, match: str) -> bool:
@@ -111,6 +118,48 @@ def _wanted_match(pattern: str, match: str) -> bool:
     rel = os.path.relpath(match, os.sep.join(parts[:fixed]) or os.curdir)
     return (match.lower().endswith(SUPPORTED_SUFFIXES)
             and not any(c.startswith((".", "_")) for c in rel.split(os.sep) if c not in (".", "..")))
+
+
+def _wanted_below(rel: str) -> bool:
+    """A file at ``rel`` (``/``-separated, below a folder or a glob's fixed prefix) is an input the walk takes."""
+    return rel.lower().endswith(SUPPORTED_SUFFIXES) and not any(c.startswith((".", "_")) for c in rel.split("/"))
+
+
+def _discover_uri(spec: str) -> list[str]:
+    """The input files a URI names: the file itself, every wanted file below a folder (prefix), or the wanted
+    files whose path below the glob's fixed prefix matches the glob (``*``, ``?`` and ``[…]`` within one
+    name, ``**`` any number of folders, as ``glob.glob(recursive=True)``)."""
+    if fs.isfile(spec):
+        return [spec]
+    if fs.isdir(spec):
+        base = spec.rstrip("/")
+        return [u for u in fs.walk_files(base) if _wanted_below(u[len(base) + 1:])]
+    key = spec.split("://", 1)[1].partition("/")[2]
+    parts = key.split("/")
+    fixed = next((i for i, p in enumerate(parts) if any(ch in p for ch in "*?[")), None)
+    if fixed is None:
+        raise FileNotFoundError(f"input not found: {spec}")
+    base = (spec[: len(spec) - len(key)] + "/".join(parts[:fixed])).rstrip("/")
+    try:
+        listed = fs.walk_files(base)
+    except FileNotFoundError:
+        listed = []
+    matched = [u for u in listed if _glob_match(parts[fixed:], u[len(base) + 1:].split("/"))]
+    if not matched:
+        raise FileNotFoundError(f"input not found: {spec}")
+    return [u for u in matched if _wanted_below(u[len(base) + 1:])]
+
+
+def _glob_match(pattern: list[str], names: list[str]) -> bool:
+    """Whether the path ``names`` (components) matches the glob ``pattern`` (components); a ``**`` component
+    is zero or more folders (at the end: anything below)."""
+    if not pattern:
+        return not names
+    if pattern[0] == "**":
+        if len(pattern) == 1:
+            return bool(names)
+        return any(_glob_match(pattern[1:], names[i:]) for i in range(len(names) + 1))
+    return bool(names) and fnmatch.fnmatchcase(names[0], pattern[0]) and _glob_match(pattern[1:], names[1:])
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -202,9 +251,16 @@ def _safe_meta(meta: dict) -> str | None:
 
 
 def _read_parquet(path: str, file_index: int, mapping: ColumnMapping, batch_rows: int) -> Iterator[ReadChunk]:
+    source = None
     try:
-        pf = pq.ParquetFile(path)
+        if fs.is_uri(path):  # ranged reads, each row group's column chunks fetched together
+            source = fs.open_input_file(path)
+            pf = pq.ParquetFile(source, pre_buffer=True)
+        else:
+            pf = pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as exc:
+        if source is not None:
+            source.close()
         raise InputFileError(path, f"not a readable Parquet file ({_one_line(exc)})") from None
     try:
         names = pf.schema_arrow.names
@@ -227,6 +283,8 @@ def _read_parquet(path: str, file_index: int, mapping: ColumnMapping, batch_rows
             row0 += batch.num_rows
     finally:
         pf.close()
+        if source is not None:
+            source.close()
 
 
 def _plain_columns(batch: pa.RecordBatch, text_column: str) -> pa.RecordBatch:
@@ -401,11 +459,29 @@ class _ZstdRaw(io.RawIOBase):
 
 
 def _open_lines(path: str, fmt: str):
+    if fs.is_uri(path):
+        return _uri_lines(path, fmt)
     if fmt == "jsonl.gz":
         return gzip.open(path, "rb")
     if fmt == "jsonl.zst":
         return io.BufferedReader(_ZstdRaw(open(path, "rb")), buffer_size=1 << 20)
     return open(path, "rb")
+
+
+@contextmanager
+def _uri_lines(path: str, fmt: str):
+    """The decompressed lines of a file behind a URI: the stored bytes come through a read-ahead stream (never
+    decompressed by pyarrow) and are decoded here exactly as a local file's."""
+    with fs.open_input_stream(path) as stream:
+        if fmt == "jsonl.gz":
+            with gzip.GzipFile(fileobj=stream, mode="rb") as lines:
+                yield lines
+        elif fmt == "jsonl.zst":
+            with io.BufferedReader(_ZstdRaw(stream), buffer_size=1 << 20) as lines:
+                yield lines
+        else:
+            with io.BufferedReader(stream, buffer_size=1 << 20) as lines:
+                yield lines
 
 
 def _read_jsonl(path: str, fmt: str, file_index: int, mapping: ColumnMapping,
@@ -532,10 +608,18 @@ def _one_line(exc: BaseException) -> str:
 
 def read_shard(path: str, file_index: int, mapping: ColumnMapping | None = None,
                batch_rows: int = 4096) -> Iterator[ReadChunk]:
-    """Yield :class:`ReadChunk` s of one input file; raise :class:`InputFileError` if the file is unreadable."""
+    """Yield :class:`ReadChunk` s of one input file (a local path or a URI, see :mod:`dataclean.io.fs`); raise
+    :class:`InputFileError` if the file is unreadable."""
     mapping = mapping or ColumnMapping()
     fmt = detect_format(path)
-    if not os.path.isfile(path):
+    if fs.is_uri(path):
+        try:
+            is_file = fs.isfile(path)
+        except (ValueError, OSError) as exc:  # an unknown scheme, a store that cannot be reached
+            raise InputFileError(path, (str(exc).strip().splitlines() or [type(exc).__name__])[0]) from None
+    else:
+        is_file = os.path.isfile(path)
+    if not is_file:
         raise InputFileError(path, "not a file")
     if fmt == "parquet":
         yield from _read_parquet(path, file_index, mapping, batch_rows)

@@ -83,6 +83,8 @@ class Mixture(Stage):
                                                 "mix_epoch": pa.array(np.zeros(n, np.int64))}))
 
     # -- global step --------------------------------------------------------------------------------------
+    uses_aggregates = True  # the global step writes the removals so far for its map tasks
+
     def global_decide(self, ctx, view: str) -> None:
         con, r = ctx.con, self.recipe
         quality = "quality_score" if "quality_score" in ctx.columns else "NULL::DOUBLE"
@@ -94,8 +96,14 @@ class Mixture(Stage):
                 SELECT doc_key, '{self.name}', 'mixture_unlisted_source', 'mixture_unlisted_source', NULL, NULL,
                        'source not in mixture recipe {_sql_str(r.name)}', NULL
                 FROM mix_docs WHERE mix_source IS NULL""")
-        totals = {row[0]: (int(row[1]), int(row[2])) for row in con.sql(
-            "SELECT mix_source, count(*), sum(tok) FROM mix_docs WHERE mix_source IS NOT NULL GROUP BY 1").fetchall()}
+        # documents and tokens per source: summed over the pass-1 tasks' map tasks (dataclean/exec/aggregate.py)
+        from dataclean.exec.aggregate import run_map
+        t = run_map(ctx, "totals", "mix_source")
+        totals: dict[str, tuple[int, int]] = {}
+        for g, n, tok in zip(t.column("group").to_pylist(), t.column("docs").to_pylist(), t.column("tokens").to_pylist()):
+            if g is not None:
+                docs0, tok0 = totals.get(g, (0, 0))
+                totals[g] = (docs0 + int(n), tok0 + int(tok or 0))
         # doc_key -> copies for documents used more than once (a full epoch lists all, the partial one its picks)
         con.execute("CREATE OR REPLACE TEMP TABLE mix_rep (doc_key BIGINT, copies BIGINT)")
         rows = []

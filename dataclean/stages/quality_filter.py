@@ -5,8 +5,11 @@ Two modes, per source or for all:
 * ``threshold``: remove documents whose ``quality_score`` is below it;
 * ``top_fraction``: keep the best ``top_fraction`` of each source's documents. The documents of a source are
   ranked by score (highest first; equal scores by id, so the cut is exact and deterministic) and the first
-  ``ceil(top_fraction * n)`` are kept. The ranking runs in DuckDB over every pass-1 survivor of the source,
-  so the cut-off depends neither on shard order nor on the number of workers.
+  ``ceil(top_fraction * n)`` are kept. The rank's cut-off is found without sorting the corpus: each pass-1
+  task's map task (:mod:`dataclean.exec.aggregate`) counts its scored documents per score bucket, the driver
+  adds the counts up and finds the bucket holding the rank, a second map round returns that bucket's
+  (score, id) pairs, and their sort gives the exact (score, id) of the last kept document. Removal is then a
+  streaming filter. The cut-off depends neither on shard order nor on the number of workers.
 
 A document without a score (a source the scorer skips, e.g. code) is never removed here. Removed documents
 carry their score as ``value`` and the cut-off as ``threshold``; the cut-off of every source is written to
@@ -68,17 +71,33 @@ class QualityFilter(Stage):
                 out[source] = ("threshold", float(rule["threshold"]))
         return out
 
+    uses_aggregates = True  # the global step writes the removals so far for its map tasks
+
     def global_decide(self, ctx, view: str) -> None:
+        from dataclean.exec.aggregate import rank_cutoffs, run_map
+
         con, col = ctx.con, self.score_column
         if col not in ctx.columns:
             raise ValueError(f"quality_filter: the pipeline has no {col!r} column (add a quality_score stage before it)")
         sources = [r[0] for r in con.sql(f"SELECT DISTINCT source FROM {view} ORDER BY 1").fetchall()]
         rules = self._rules(sources)
+        scored: dict[str, int] = {}
+        keeps: dict[str, int] = {}
+        cuts: dict[str, tuple[float, str]] = {}
+        if any(mode == "top_fraction" for mode, _ in rules.values()):
+            hist = run_map(ctx, "score_histogram", "source", col)
+            for g, n in zip(hist.column("group").to_pylist(), hist.column("docs").to_pylist()):
+                scored[g] = scored.get(g, 0) + n
+            for source, (mode, x) in rules.items():
+                n = scored.get(source, 0)
+                if mode == "top_fraction":  # ceil(x * n), robust to float noise
+                    keeps[source] = min(n, -(-int(round(x * n * 1e9)) // 10**9)) if n else 0
+            cuts = rank_cutoffs(ctx, hist, keeps, col, "source")
         rows = []
         for source, (mode, x) in rules.items():
             src = source.replace("'", "''")
-            n = con.sql(f"SELECT count(*) FROM {view} WHERE source = '{src}' AND {col} IS NOT NULL").fetchall()[0][0]
             if mode == "threshold":
+                n = con.sql(f"SELECT count(*) FROM {view} WHERE source = '{src}' AND {col} IS NOT NULL").fetchall()[0][0]
                 cutoff = x
                 con.execute(f"""
                     INSERT INTO removals
@@ -86,21 +105,16 @@ class QualityFilter(Stage):
                            'score below the threshold of source {src}', NULL
                     FROM {view} WHERE source = '{src}' AND {col} < {x}""")
             else:
-                keep = -(-int(round(x * n * 1e9)) // 10**9) if n else 0  # ceil(x * n), robust to float noise
-                con.execute(f"""
-                    CREATE OR REPLACE TEMP TABLE qf_rank AS
-                    SELECT doc_key, {col} AS score,
-                           row_number() OVER (ORDER BY {col} DESC, id ASC) AS rk
-                    FROM {view} WHERE source = '{src}' AND {col} IS NOT NULL""")
-                got = con.sql(f"SELECT min(score) FROM qf_rank WHERE rk <= {keep}").fetchall()[0][0]
-                cutoff = float(got) if got is not None else None
+                n, keep, cut = scored.get(source, 0), keeps.get(source, 0), cuts.get(source)
+                cutoff = cut[0] if cut is not None else None
+                after = "TRUE" if cut is None else f"({col} < $score OR ({col} = $score AND id > $id))"
                 con.execute(f"""
                     INSERT INTO removals
-                    SELECT doc_key, '{self.name}', 'quality_below_top_fraction', 'low_quality', score,
-                           {cutoff if cutoff is not None else 'NULL'},
+                    SELECT doc_key, '{self.name}', 'quality_below_top_fraction', 'low_quality', {col},
+                           {'$score' if cut is not None else 'NULL'},
                            'outside the best {x:g} of source {src} ({keep} of {n} kept)', NULL
-                    FROM qf_rank WHERE rk > {keep}""")
-                con.execute("DROP TABLE qf_rank")
+                    FROM {view} WHERE source = '{src}' AND {col} IS NOT NULL AND {after}""",
+                            {"score": cut[0], "id": cut[1]} if cut is not None else None)
             rows.append({"source": source, "mode": mode, "parameter": x, "cutoff": cutoff, "scored_documents": n})
         table = pa.Table.from_pylist(rows, schema=pa.schema([("source", pa.string()), ("mode", pa.string()),
                                                              ("parameter", pa.float64()), ("cutoff", pa.float64()),
