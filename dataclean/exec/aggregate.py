@@ -16,7 +16,12 @@ Aggregates (``kind``):
   ``prefix`` = the top :data:`PREFIX_BITS` bits of the score's order-preserving 64-bit key (:func:`score_key`),
   which the driver uses to find the bucket holding a rank;
 * ``score_bucket``: rows ``(group, score, id)`` of the documents of one bucket per group (``params``: group ->
-  prefix), from which the driver reads the exact cut-off of a rank.
+  prefix), from which the driver reads the exact cut-off of a rank;
+* ``gather``: not a sum but a selection: the rows of the documents listed in ``params["nodes"]`` (a Parquet
+  file of ``doc_key, comp`` sorted by ``doc_key``: e.g. the near-duplicate candidates and their component),
+  with the columns ``params["columns"]``, written to ``params["dest"]/TTTTT.parquet`` sorted by
+  ``(comp, doc_key)``; returns the row count. This is how the texts of the candidates reach the driver
+  without the driver reading the corpus.
 """
 from __future__ import annotations
 
@@ -79,6 +84,8 @@ def _alive(spec: MapSpec, columns: list[str]) -> pa.Table:
 
 def map_task(spec: MapSpec) -> pa.Table:
     """The aggregate of one pass-1 task (see the module docstring)."""
+    if spec.kind == "gather":
+        return _gather(spec)
     if spec.kind == "totals":
         t = _alive(spec, [spec.group, "n_tokens"])
         t = pa.table({"group": t.column(spec.group),
@@ -100,6 +107,30 @@ def map_task(spec: MapSpec) -> pa.Table:
         return pa.table({"group": t.column(spec.group), "score": pa.array(scores, pa.float64()),
                          "id": t.column("id")}).filter(keep)
     raise ValueError(f"unknown aggregate {spec.kind!r}")
+
+
+def _gather(spec: MapSpec) -> pa.Table:
+    from dataclean.io.writers import atomic_write_table
+
+    lo, hi = spec.task << 40, (spec.task + 1) << 40
+    nodes = pq.read_table(spec.params["nodes"], filters=[("doc_key", ">=", lo), ("doc_key", "<", hi)])
+    keys = nodes.column("doc_key").combine_chunks()
+    lay = Layout(spec.out)
+    parts = []
+    if len(keys):
+        for f in sorted(glob.glob(os.path.join(lay.pass1_dir(spec.task), "docs-*.parquet"))):
+            t = pq.read_table(f, columns=sorted(set(spec.params["columns"]) | {"doc_key"}))
+            parts.append(t.filter(pc.is_in(t.column("doc_key"), value_set=keys)))
+    if parts:
+        rows = pa.concat_tables(parts)
+        at = np.searchsorted(keys.to_numpy(), rows.column("doc_key").to_numpy())
+        rows = rows.append_column("comp", nodes.column("comp").take(pa.array(at)))
+        rows = rows.sort_by([("comp", "ascending"), ("doc_key", "ascending")])
+        atomic_write_table(rows, os.path.join(spec.params["dest"], f"{spec.task:05d}.parquet"))
+        n = rows.num_rows
+    else:
+        n = 0
+    return pa.table({"group": pa.array([str(spec.task)]), "docs": pa.array([n], pa.int64())})
 
 
 def run_map(ctx, kind: str, group: str, value: str | None = None, params: dict | None = None) -> pa.Table:

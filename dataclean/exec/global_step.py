@@ -84,7 +84,8 @@ def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: 
             if m and m.get("fingerprint") == fingerprint and m.get("tasks") == tasks:
                 continue
             specs.append(shuffle.ReduceSpec(kind, p, lay.root, sql, tuple(tasks),
-                                            cfg["global"]["task_memory_limit"], fingerprint))
+                                            cfg["global"]["task_memory_limit"], fingerprint,
+                                            cfg["global"]["temp_directory"]))
     if not specs:
         return []
     if executor is None:

@@ -136,6 +136,7 @@ class ReduceSpec:
     tasks: tuple[int, ...]
     memory_limit: str
     fingerprint: str
+    temp_root: str | None = None  # where the task's DuckDB spills (a subfolder); None: OUT/_work/duckdb_tmp
 
 
 def candidates_dir(lay: Layout, kind: str) -> str:
@@ -156,7 +157,7 @@ def reduce_task(spec: ReduceSpec) -> dict:
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"part-{spec.partition:05d}.parquet")
     tmp = tmp_name(path)
-    spill = lay.p("_work", "duckdb_tmp", f"{spec.kind}-{spec.partition:05d}")
+    spill = os.path.join(spec.temp_root or lay.p("_work", "duckdb_tmp"), f"{spec.kind}-{spec.partition:05d}")
     files = [os.path.join(lay.pass1_dir(t), file_name(spec.kind)) for t in spec.tasks]
     con = duckdb.connect(":memory:")
     try:

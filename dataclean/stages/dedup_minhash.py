@@ -36,8 +36,10 @@ Artifacts in ``OUT/dedup/``: ``clusters.parquet`` (one row per member of every c
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
+import shutil
 from typing import Sequence
 
 import numpy as np
@@ -179,14 +181,7 @@ class MinHashDedup(Stage):
         keys = np.unique(np.concatenate([a, b]))
         u, v = np.searchsorted(keys, a), np.searchsorted(keys, b)
         comp = connected_components(len(keys), u, v)  # candidate components: an upper bound of the clusters
-        con.register("mh_nodes_arrow", pa.table({"doc_key": keys, "comp": comp}))
-        q = "d.quality_score" if "quality_score" in ctx.columns else "NULL::DOUBLE"
-        text = "d.text" if self.verify_with == "exact" else "NULL::VARCHAR"
-        con.execute(f"""
-            CREATE OR REPLACE TEMP TABLE mh_nodes AS
-            SELECT n.comp, d.doc_key, d.id, d.n_chars, {q} AS q, d.source, d.lang, d.minhash_sig, {text} AS text
-            FROM {view} d JOIN mh_nodes_arrow n USING (doc_key)""")
-        con.unregister("mh_nodes_arrow")
+        self._gather_nodes(ctx, keys, comp)
         removed, clusters = [], []
         edge_comp = comp[u]
         for lo, hi in _chunks(comp, self.chunk_nodes):
@@ -202,6 +197,39 @@ class MinHashDedup(Stage):
             con.execute("INSERT INTO removals SELECT * FROM mh_removed")
             con.unregister("mh_removed")
         self._write_clusters(ctx, pa.concat_tables(clusters) if clusters else None)
+
+    def _gather_nodes(self, ctx, keys: np.ndarray, comp: np.ndarray) -> None:
+        """The DuckDB table ``mh_nodes`` (ordered by component) of the candidates' columns: one ``gather`` map
+        task per pass-1 task reads its own documents (the text too, for exact verification) and keeps the
+        candidates' rows (dataclean/exec/aggregate.py), so the driver never scans the corpus's texts."""
+        from dataclean.exec.aggregate import run_map
+
+        con = ctx.con
+        work = ctx.lay.p("_work", "global", f"nodes-{self.name}")
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        nodes_file = os.path.join(work, "nodes.parquet")
+        atomic_write_table(pa.table({"doc_key": pa.array(keys, pa.int64()), "comp": pa.array(comp, pa.int64())}),
+                           nodes_file, row_group_rows=65536)
+        columns = ["id", "n_chars", "source", "lang", "minhash_sig"]
+        columns += ["quality_score"] if "quality_score" in ctx.columns else []
+        columns += ["text"] if self.verify_with == "exact" else []
+        dest = os.path.join(work, "rows")
+        run_map(ctx, "gather", "doc_key", params={"nodes": nodes_file, "columns": columns, "dest": dest})
+        q = "quality_score" if "quality_score" in ctx.columns else "NULL::DOUBLE"
+        text = "text" if self.verify_with == "exact" else "NULL::VARCHAR"
+        found = sorted(glob.glob(os.path.join(dest, "*.parquet")))
+        if not found:
+            con.execute("""CREATE OR REPLACE TEMP TABLE mh_nodes (comp BIGINT, doc_key BIGINT, id VARCHAR,
+                           n_chars BIGINT, q DOUBLE, source VARCHAR, lang VARCHAR, minhash_sig UINTEGER[],
+                           text VARCHAR)""")
+            return
+        listing = "[" + ", ".join(_sql_path(f) for f in found) + "]"
+        con.execute(f"""
+            CREATE OR REPLACE TEMP TABLE mh_nodes AS
+            SELECT comp, doc_key, id, n_chars, {q} AS q, source, lang, minhash_sig, {text} AS text
+            FROM read_parquet({listing}) ORDER BY comp, doc_key""")
+        shutil.rmtree(dest, ignore_errors=True)
 
     def _decide_chunk(self, nodes: pa.Table, a: np.ndarray, b: np.ndarray) -> tuple[pa.Table, pa.Table]:
         """Verify the candidate edges of whole components, then cluster each verified component."""
