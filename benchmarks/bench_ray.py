@@ -27,7 +27,7 @@ from _measure import measure, median, parquet_inputs  # noqa: E402
 from bench_foundation import _machine  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BENCH = os.path.join(HERE, "..", "..", "shared", "corpus", "bench")
+DEFAULT_CORPUS = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "corpus", "bench"))
 CONFIG = os.path.join(HERE, "configs", "ray.yaml")
 COMPARED = ("data", "rejected", "stats", "dedup")
 
@@ -45,19 +45,20 @@ def _digest(out: str) -> str:
     return h.hexdigest()
 
 
-def _shards(spec: str) -> list[str]:
+def _shards(corpus: str, spec: str) -> list[str]:
     lo, _, hi = spec.partition("-")
-    return [os.path.join(BENCH, f"part-{i:05d}.parquet") for i in range(int(lo), int(hi or lo) + 1)]
+    return [os.path.join(corpus, f"part-{i:05d}.parquet") for i in range(int(lo), int(hi or lo) + 1)]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", default=DEFAULT_CORPUS, help=f"folder of part-NNNNN.parquet (default {DEFAULT_CORPUS})")
     ap.add_argument("--shards", default="0-3", help="bench shard range, e.g. 0-3 or 0-11")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "ray.json"))
     args = ap.parse_args(argv)
-    files = _shards(args.shards)
+    files = _shards(args.corpus, args.shards)
     stats = parquet_inputs(files)
     tmp = tempfile.mkdtemp(prefix="dataclean-bench-ray-")
     runs: dict[str, list[dict]] = {"local": [], "ray": []}
@@ -75,7 +76,7 @@ def main(argv=None) -> int:
                     print(m.stderr, file=sys.stderr)
                     return 1
                 with open(os.path.join(out, "manifest.json")) as fh:
-                    timings = json.load(fh)["timings"]
+                    timings = json.load(fh)["timings_seconds"]
                 digests[kind].add(_digest(out))
                 runs[kind].append({"rep": rep, "wall_s": round(m.wall_s, 3), "peak_rss_mib": round(m.peak_rss_mib),
                                    "peak_pss_mib": round(m.peak_pss_mib), "peak_procs": m.peak_procs,
