@@ -12,8 +12,10 @@ import sys
 import time
 
 import pytest
+import yaml
 
 from conftest import SAMPLE, folder_bytes, run_cli
+from test_global_partitions import small_chunks_config
 
 pytest.importorskip("ray")
 
@@ -46,15 +48,20 @@ def test_ray_run_is_byte_identical_to_the_local_executor(sample_run, tmp_path):
 
 
 def test_ray_workers_killed_mid_task_are_retried(sample_run, tmp_path):
-    """Three Ray workers die (SIGKILL of the worker process alone): in pass 1 after its shards are written, in a
-    reduce task of the global step after its candidates are written, in pass 2 after the data shards are
-    renamed. Ray runs each task again; the output is still the local executor's."""
+    """Four Ray workers die (SIGKILL of the worker process alone): in pass 1 after its shards are written, in a
+    reduce task of the global step after its candidates are written, in a near-duplicate verification task
+    after its removals are written, in pass 2 after the data shards are renamed. Ray runs each task again; the
+    output is still the local executor's. (3 partitions and verification 2 candidates per task, so the global
+    step runs many tasks on Ray; decisions do not depend on either.)"""
     state = tmp_path / "failpoints"
     state.mkdir()
-    points = ["pass1-files-1", "reduce-minhash_dedup-3", "pass2-files-2"]
+    cfg = tmp_path / "small.yaml"
+    cfg.write_text(yaml.safe_dump(small_chunks_config(3)))
+    points = ["pass1-files-1", "reduce-minhash_dedup-2", "verify-1", "pass2-files-2"]
     out = tmp_path / "ray"
-    proc = ray_run(out, env_extra={"DATACLEAN_FAILPOINTS": ",".join("die-once:" + p for p in points),
-                                   "DATACLEAN_FAILPOINT_STATE": str(state)})
+    proc = run_cli("run", SAMPLE, "-o", out, "--executor", "ray", "--workers", 2, "--quiet", "--config", cfg,
+                   env_extra={"DATACLEAN_FAILPOINTS": ",".join("die-once:" + p for p in points),
+                              "DATACLEAN_FAILPOINT_STATE": str(state)})
     assert proc.returncode == 0, proc.stderr
     assert sorted(os.listdir(state)) == sorted(points)  # every kill happened
     assert_same_as_local(out, sample_run)

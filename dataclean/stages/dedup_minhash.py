@@ -40,6 +40,7 @@ import glob
 import json
 import os
 import shutil
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -181,55 +182,50 @@ class MinHashDedup(Stage):
         keys = np.unique(np.concatenate([a, b]))
         u, v = np.searchsorted(keys, a), np.searchsorted(keys, b)
         comp = connected_components(len(keys), u, v)  # candidate components: an upper bound of the clusters
-        self._gather_nodes(ctx, keys, comp)
-        removed, clusters = [], []
-        edge_comp = comp[u]
-        for lo, hi in _chunks(comp, self.chunk_nodes):
-            nodes = con.sql(f"SELECT * FROM mh_nodes WHERE comp BETWEEN {lo} AND {hi} ORDER BY doc_key").to_arrow_table()
-            sel = (edge_comp >= lo) & (edge_comp <= hi)
-            r, c = self._decide_chunk(nodes, a[sel], b[sel])
-            removed.append(r)
-            clusters.append(c)
-        con.execute("DROP TABLE mh_nodes")
+        removed, clusters = self._verify_components(ctx, keys, comp, a, b, comp[u])
         if removed:
-            rem = pa.concat_tables(removed)
-            con.register("mh_removed", rem)
-            con.execute("INSERT INTO removals SELECT * FROM mh_removed")
-            con.unregister("mh_removed")
+            con.execute("INSERT INTO removals SELECT * FROM read_parquet(" + _sql_list(removed) + ")")
+        clusters = [pq.read_table(f) for f in clusters]
         self._write_clusters(ctx, pa.concat_tables(clusters) if clusters else None)
+        shutil.rmtree(ctx.lay.p("_work", "global", f"nodes-{self.name}"), ignore_errors=True)
 
-    def _gather_nodes(self, ctx, keys: np.ndarray, comp: np.ndarray) -> None:
-        """The DuckDB table ``mh_nodes`` (ordered by component) of the candidates' columns: one ``gather`` map
-        task per pass-1 task reads its own documents (the text too, for exact verification) and keeps the
-        candidates' rows (dataclean/exec/aggregate.py), so the driver never scans the corpus's texts."""
+    def _verify_components(self, ctx, keys: np.ndarray, comp: np.ndarray, a: np.ndarray, b: np.ndarray,
+                           edge_comp: np.ndarray) -> tuple[list[str], list[str]]:
+        """Verify and cluster the candidate components as tasks; return the files of their removals and clusters.
+
+        1. ``gather``: one map task per pass-1 task reads its own documents and keeps the candidates' rows
+           (text, signature, quality...), sorted by component (dataclean/exec/aggregate.py), so the driver
+           never scans the corpus;
+        2. one :func:`verify_task` per chunk of whole components (about ``chunk_nodes`` candidates) reads its
+           components' rows and edges and runs :meth:`_decide_chunk`. Components are independent, so the
+           chunks run in parallel (through the executor: Ray tasks on a cluster; in this process with the
+           local executor, whose workers are stopped before the driver's part of the global step)."""
         from dataclean.exec.aggregate import run_map
 
-        con = ctx.con
         work = ctx.lay.p("_work", "global", f"nodes-{self.name}")
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
         nodes_file = os.path.join(work, "nodes.parquet")
         atomic_write_table(pa.table({"doc_key": pa.array(keys, pa.int64()), "comp": pa.array(comp, pa.int64())}),
                            nodes_file, row_group_rows=65536)
+        order = np.argsort(edge_comp, kind="stable")
+        edges_file = os.path.join(work, "edges.parquet")
+        atomic_write_table(pa.table({"comp": pa.array(edge_comp[order], pa.int64()), "a": pa.array(a[order], pa.int64()),
+                                     "b": pa.array(b[order], pa.int64())}), edges_file, row_group_rows=65536)
         columns = ["id", "n_chars", "source", "lang", "minhash_sig"]
         columns += ["quality_score"] if "quality_score" in ctx.columns else []
         columns += ["text"] if self.verify_with == "exact" else []
-        dest = os.path.join(work, "rows")
-        run_map(ctx, "gather", "doc_key", params={"nodes": nodes_file, "columns": columns, "dest": dest})
-        q = "quality_score" if "quality_score" in ctx.columns else "NULL::DOUBLE"
-        text = "text" if self.verify_with == "exact" else "NULL::VARCHAR"
-        found = sorted(glob.glob(os.path.join(dest, "*.parquet")))
-        if not found:
-            con.execute("""CREATE OR REPLACE TEMP TABLE mh_nodes (comp BIGINT, doc_key BIGINT, id VARCHAR,
-                           n_chars BIGINT, q DOUBLE, source VARCHAR, lang VARCHAR, minhash_sig UINTEGER[],
-                           text VARCHAR)""")
-            return
-        listing = "[" + ", ".join(_sql_path(f) for f in found) + "]"
-        con.execute(f"""
-            CREATE OR REPLACE TEMP TABLE mh_nodes AS
-            SELECT comp, doc_key, id, n_chars, {q} AS q, source, lang, minhash_sig, {text} AS text
-            FROM read_parquet({listing}) ORDER BY comp, doc_key""")
-        shutil.rmtree(dest, ignore_errors=True)
+        rows = os.path.join(work, "rows")
+        run_map(ctx, "gather", "doc_key", params={"nodes": nodes_file, "columns": columns, "dest": rows})
+        found = sorted(glob.glob(os.path.join(rows, "*.parquet")))
+        spec = next(sp for sp in ctx.cfg["pipeline"] if sp.get("name", sp["stage"]) == self.name)
+        specs = [VerifySpec(spec, lo, hi, tuple(found), edges_file, os.path.join(work, "chunks", f"{n:06d}"))
+                 for n, (lo, hi) in enumerate(_chunks(comp, self.chunk_nodes))]
+        if not specs:
+            return [], []
+        ex = ctx.executor
+        done = ex.map(verify_task, specs) if ex is not None else [verify_task(sp) for sp in specs]
+        return [d["removed"] for d in done], [d["clusters"] for d in done]
 
     def _decide_chunk(self, nodes: pa.Table, a: np.ndarray, b: np.ndarray) -> tuple[pa.Table, pa.Table]:
         """Verify the candidate edges of whole components, then cluster each verified component."""
@@ -386,6 +382,48 @@ class MinHashDedup(Stage):
             con.execute(f"COPY ({query}) TO {_sql_path(path + '.tmp')} (FORMAT parquet, COMPRESSION zstd)")
             os.replace(path + ".tmp", path)
         write_json_atomic(self.params_record(), os.path.join(folder, PARAMS_FILE))
+
+
+@dataclass(frozen=True)
+class VerifySpec:
+    """One verification task: the components ``lo..hi`` of the stage configured by ``stage_spec``, their rows in
+    the ``rows`` files (sorted by component) and their edges in ``edges`` (sorted by component)."""
+
+    stage_spec: dict
+    lo: int
+    hi: int
+    rows: tuple[str, ...]
+    edges: str
+    dest: str
+
+
+def verify_task(spec: VerifySpec) -> dict:
+    """Verify the candidate edges of a chunk of components and cluster them (:meth:`MinHashDedup._decide_chunk`);
+    write the removals and the clusters to ``spec.dest``-removed.parquet / -clusters.parquet."""
+    from dataclean.exec.failpoints import failpoint
+    from dataclean.pipeline import build_stage
+
+    stage = build_stage(spec.stage_spec)
+    where = [("comp", ">=", spec.lo), ("comp", "<=", spec.hi)]
+    parts = [pq.read_table(f, filters=where) for f in spec.rows]
+    nodes = pa.concat_tables(parts).sort_by("doc_key") if parts else None
+    q = nodes.column("quality_score") if "quality_score" in nodes.column_names else pa.nulls(nodes.num_rows, pa.float64())
+    text = nodes.column("text") if "text" in nodes.column_names else pa.nulls(nodes.num_rows, pa.string())
+    nodes = pa.table({"comp": nodes.column("comp"), "doc_key": nodes.column("doc_key"), "id": nodes.column("id"),
+                      "n_chars": nodes.column("n_chars"), "q": pc.cast(q, pa.float64()),
+                      "source": nodes.column("source"), "lang": nodes.column("lang"),
+                      "minhash_sig": nodes.column("minhash_sig"), "text": text})
+    edges = pq.read_table(spec.edges, filters=where)
+    removed, clusters = stage._decide_chunk(nodes, edges.column("a").to_numpy(), edges.column("b").to_numpy())
+    out = {"removed": spec.dest + "-removed.parquet", "clusters": spec.dest + "-clusters.parquet"}
+    atomic_write_table(removed, out["removed"])
+    failpoint(f"verify-{int(os.path.basename(spec.dest))}")  # removals written, clusters not yet
+    atomic_write_table(clusters, out["clusters"])
+    return out
+
+
+def _sql_list(paths: list[str]) -> str:
+    return "[" + ", ".join(_sql_path(p) for p in paths) + "]"
 
 
 def _chunks(comp: np.ndarray, max_nodes: int):
