@@ -186,6 +186,8 @@ def test_sigkill_at_each_failpoint_in_turn_then_rerun(corpus, reference, tmp_pat
     out = tmp_path / "out"
     for point in ("pass1-files-1", "pass1-done-3", "global-mid", "global-written", "pass2-files-2",
                   "stats-written"):
+        if point == "pass1-done-3" and (out / "_work" / "markers" / "pass1-00003.json").exists():
+            continue  # task 3 finished before the first kill (a loaded machine): nothing left to kill there
         killed = run_cli(*args(corpus, out), env_extra={"DATACLEAN_FAILPOINTS": point})
         assert killed.returncode == -signal.SIGKILL, (point, killed.returncode, killed.stderr)
         assert not (out / "_work" / "markers" / "final.json").exists()
