@@ -18,9 +18,10 @@ Aggregates (``kind``):
 * ``score_bucket``: rows ``(group, score, id)`` of the documents of one bucket per group (``params``: group ->
   prefix), from which the driver reads the exact cut-off of a rank;
 * ``gather``: not a sum but a selection: the rows of the documents listed in ``params["nodes"]`` (a Parquet
-  file of ``doc_key, comp`` sorted by ``doc_key``: e.g. the near-duplicate candidates and their component),
-  with the columns ``params["columns"]``, written to ``params["dest"]/TTTTT.parquet`` sorted by
-  ``(comp, doc_key)``; returns the row count. This is how the texts of the candidates reach the driver
+  file of ``doc_key, comp, chunk`` sorted by ``doc_key``: e.g. the near-duplicate candidates, their component
+  and the chunk of components that will verify them), with the columns ``params["columns"]``, written to
+  ``params["dest"]/TTTTT.parquet`` sorted by ``(chunk, comp, doc_key)``, one row group per chunk; returns the
+  row count. This is how the texts of the candidates reach the driver
   without the driver reading the corpus.
 """
 from __future__ import annotations
@@ -110,8 +111,6 @@ def map_task(spec: MapSpec) -> pa.Table:
 
 
 def _gather(spec: MapSpec) -> pa.Table:
-    from dataclean.io.writers import atomic_write_table
-
     lo, hi = spec.task << 40, (spec.task + 1) << 40
     nodes = pq.read_table(spec.params["nodes"], filters=[("doc_key", ">=", lo), ("doc_key", "<", hi)])
     keys = nodes.column("doc_key").combine_chunks()
@@ -122,12 +121,16 @@ def _gather(spec: MapSpec) -> pa.Table:
             t = pq.read_table(f, columns=sorted(set(spec.params["columns"]) | {"doc_key"}))
             parts.append(t.filter(pc.is_in(t.column("doc_key"), value_set=keys)))
     if parts:
+        from dataclean.exec.shuffle import write_grouped
+
         rows = pa.concat_tables(parts)
-        at = np.searchsorted(keys.to_numpy(), rows.column("doc_key").to_numpy())
-        rows = rows.append_column("comp", nodes.column("comp").take(pa.array(at)))
+        at = pa.array(np.searchsorted(keys.to_numpy(), rows.column("doc_key").to_numpy()))
+        rows = rows.append_column("comp", nodes.column("comp").take(at))
         rows = rows.sort_by([("comp", "ascending"), ("doc_key", "ascending")])
-        atomic_write_table(rows, os.path.join(spec.params["dest"], f"{spec.task:05d}.parquet"))
-        n = rows.num_rows
+        chunk = nodes.column("chunk").take(pa.array(np.searchsorted(
+            keys.to_numpy(), rows.column("doc_key").to_numpy()))).to_numpy()
+        os.makedirs(spec.params["dest"], exist_ok=True)
+        n = write_grouped(rows, chunk, "chunk", os.path.join(spec.params["dest"], f"{spec.task:05d}.parquet"))
     else:
         n = 0
     return pa.table({"group": pa.array([str(spec.task)]), "docs": pa.array([n], pa.int64())})

@@ -88,38 +88,46 @@ class ShuffleWriter:
 
     def commit(self) -> int:
         """Write the file (also when empty, so every reduce task finds one file per pass-1 task)."""
-        schema = self.schema.append(pa.field(PARTITION, pa.int32()))
         if self._tables:
             table = pa.concat_tables(self._tables).cast(self.schema)
             part = np.concatenate(self._parts)
-            order = np.argsort(part, kind="stable")  # by partition; input order inside one
-            table = table.take(pa.array(order)).append_column(PARTITION, pa.array(part[order]))
-            bounds = np.flatnonzero(np.diff(part[order])) + 1
-            starts = np.r_[0, bounds]
-            ends = np.r_[bounds, len(order)]
         else:
-            table, starts, ends = schema.empty_table(), np.zeros(0, int), np.zeros(0, int)
-        tmp = tmp_name(self.path)
-        try:
-            with pq.ParquetWriter(tmp, schema, **PARQUET_OPTIONS) as writer:
-                _injected_failure(self.path)
-                if not len(starts):
-                    writer.write_table(table)
-                for s, e in zip(starts.tolist(), ends.tolist()):  # one row group per partition
-                    writer.write_table(table.slice(s, e - s), row_group_size=max(e - s, 1))
-            with open(tmp, "rb") as fh:
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException as exc:
-            try:
-                os.remove(tmp)
-            except OSError:
-                pass
-            if isinstance(exc, OSError):
-                raise write_error(self.path, exc) from None
-            raise
+            table, part = self.schema.empty_table(), np.zeros(0, np.int32)
         self._tables, self._parts = [], []
-        return table.num_rows
+        return write_grouped(table, part, PARTITION, self.path)
+
+
+def write_grouped(table: pa.Table, group: np.ndarray, column: str, path: str) -> int:
+    """Write ``table`` to ``path`` atomically, sorted by ``group`` (stable: input order inside a group), with
+    ``group`` as the int32 column ``column`` and one row group per group, so a reader of one group
+    (``filters=[(column, "=", g)]``, or DuckDB's ``WHERE``) reads just its row group from each file."""
+    group = np.asarray(group, np.int32)
+    schema = table.schema.append(pa.field(column, pa.int32()))
+    order = np.argsort(group, kind="stable")
+    table = table.take(pa.array(order)).append_column(column, pa.array(group[order]))
+    bounds = np.flatnonzero(np.diff(group[order])) + 1
+    starts, ends = np.r_[0, bounds], np.r_[bounds, len(order)]
+    tmp = tmp_name(path)
+    try:
+        with pq.ParquetWriter(tmp, schema, **PARQUET_OPTIONS) as writer:
+            _injected_failure(path)
+            if not len(order):
+                writer.write_table(table)
+            else:
+                for s, e in zip(starts.tolist(), ends.tolist()):  # one row group per group
+                    writer.write_table(table.slice(s, e - s), row_group_size=e - s)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise write_error(path, exc) from None
+        raise
+    return table.num_rows
 
 
 # ------------------------------------------------------------------ reducing (the global step's tasks)

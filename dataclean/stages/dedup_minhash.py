@@ -205,9 +205,11 @@ class MinHashDedup(Stage):
         work = ctx.lay.p("_work", "global", f"nodes-{self.name}")
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
+        bounds = list(_chunks(comp, self.chunk_nodes))
+        chunk = np.searchsorted(np.array([hi for _, hi in bounds], np.int64), comp)  # the chunk of each node
         nodes_file = os.path.join(work, "nodes.parquet")
-        atomic_write_table(pa.table({"doc_key": pa.array(keys, pa.int64()), "comp": pa.array(comp, pa.int64())}),
-                           nodes_file, row_group_rows=65536)
+        atomic_write_table(pa.table({"doc_key": pa.array(keys, pa.int64()), "comp": pa.array(comp, pa.int64()),
+                                     "chunk": pa.array(chunk, pa.int64())}), nodes_file, row_group_rows=65536)
         order = np.argsort(edge_comp, kind="stable")
         edges_file = os.path.join(work, "edges.parquet")
         atomic_write_table(pa.table({"comp": pa.array(edge_comp[order], pa.int64()), "a": pa.array(a[order], pa.int64()),
@@ -219,8 +221,8 @@ class MinHashDedup(Stage):
         run_map(ctx, "gather", "doc_key", params={"nodes": nodes_file, "columns": columns, "dest": rows})
         found = sorted(glob.glob(os.path.join(rows, "*.parquet")))
         spec = next(sp for sp in ctx.cfg["pipeline"] if sp.get("name", sp["stage"]) == self.name)
-        specs = [VerifySpec(spec, lo, hi, tuple(found), edges_file, os.path.join(work, "chunks", f"{n:06d}"))
-                 for n, (lo, hi) in enumerate(_chunks(comp, self.chunk_nodes))]
+        specs = [VerifySpec(spec, n, lo, hi, tuple(found), edges_file, os.path.join(work, "chunks", f"{n:06d}"))
+                 for n, (lo, hi) in enumerate(bounds)]
         if not specs:
             return [], []
         ex = ctx.executor
@@ -386,10 +388,12 @@ class MinHashDedup(Stage):
 
 @dataclass(frozen=True)
 class VerifySpec:
-    """One verification task: the components ``lo..hi`` of the stage configured by ``stage_spec``, their rows in
-    the ``rows`` files (sorted by component) and their edges in ``edges`` (sorted by component)."""
+    """One verification task: chunk ``chunk`` = the components ``lo..hi`` of the stage configured by
+    ``stage_spec``, their rows in the ``rows`` files (one row group per chunk) and their edges in ``edges``
+    (sorted by component)."""
 
     stage_spec: dict
+    chunk: int
     lo: int
     hi: int
     rows: tuple[str, ...]
@@ -405,7 +409,7 @@ def verify_task(spec: VerifySpec) -> dict:
 
     stage = build_stage(spec.stage_spec)
     where = [("comp", ">=", spec.lo), ("comp", "<=", spec.hi)]
-    parts = [pq.read_table(f, filters=where) for f in spec.rows]
+    parts = [pq.read_table(f, filters=[("chunk", "=", spec.chunk)]) for f in spec.rows]  # one row group each
     nodes = pa.concat_tables(parts).sort_by("doc_key") if parts else None
     q = nodes.column("quality_score") if "quality_score" in nodes.column_names else pa.nulls(nodes.num_rows, pa.float64())
     text = nodes.column("text") if "text" in nodes.column_names else pa.nulls(nodes.num_rows, pa.string())
@@ -417,7 +421,7 @@ def verify_task(spec: VerifySpec) -> dict:
     removed, clusters = stage._decide_chunk(nodes, edges.column("a").to_numpy(), edges.column("b").to_numpy())
     out = {"removed": spec.dest + "-removed.parquet", "clusters": spec.dest + "-clusters.parquet"}
     atomic_write_table(removed, out["removed"])
-    failpoint(f"verify-{int(os.path.basename(spec.dest))}")  # removals written, clusters not yet
+    failpoint(f"verify-{spec.chunk}")  # removals written, clusters not yet
     atomic_write_table(clusters, out["clusters"])
     return out
 
