@@ -20,8 +20,8 @@ Aggregates (``kind``):
 * ``gather``: not a sum but a selection: the rows of the documents listed in ``params["nodes"]`` (a Parquet
   file of ``doc_key, comp, chunk`` sorted by ``doc_key``: e.g. the near-duplicate candidates, their component
   and the chunk of components that will verify them), with the columns ``params["columns"]``, written to
-  ``params["dest"]/TTTTT.parquet`` sorted by ``(chunk, comp, doc_key)``, one row group per chunk; returns the
-  row count. This is how the texts of the candidates reach the driver
+  ``params["dest"]/TTTTT.parquet`` sorted by ``(chunk, comp, doc_key)``, one row group per chunk; returns
+  ``(file, chunk, row_group)`` rows, so a reader of one chunk opens just its row groups. This is how the texts of the candidates reach the driver
   without the driver reading the corpus.
 """
 from __future__ import annotations
@@ -130,10 +130,11 @@ def _gather(spec: MapSpec) -> pa.Table:
         chunk = nodes.column("chunk").take(pa.array(np.searchsorted(
             keys.to_numpy(), rows.column("doc_key").to_numpy()))).to_numpy()
         os.makedirs(spec.params["dest"], exist_ok=True)
-        n = write_grouped(rows, chunk, "chunk", os.path.join(spec.params["dest"], f"{spec.task:05d}.parquet"))
-    else:
-        n = 0
-    return pa.table({"group": pa.array([str(spec.task)]), "docs": pa.array([n], pa.int64())})
+        path = os.path.join(spec.params["dest"], f"{spec.task:05d}.parquet")
+        _, chunks = write_grouped(rows, chunk, "chunk", path)
+        return pa.table({"file": pa.array([path] * len(chunks), pa.string()), "chunk": pa.array(chunks, pa.int64()),
+                         "row_group": pa.array(range(len(chunks)), pa.int64())})
+    return map_task_empty("gather")
 
 
 def run_map(ctx, kind: str, group: str, value: str | None = None, params: dict | None = None) -> pa.Table:
@@ -157,6 +158,9 @@ def map_task_empty(kind: str) -> pa.Table:
     if kind == "score_histogram":
         return pa.table({"group": pa.array([], pa.string()), "prefix": pa.array([], pa.int64()),
                          "docs": pa.array([], pa.int64())})
+    if kind == "gather":
+        return pa.table({"file": pa.array([], pa.string()), "chunk": pa.array([], pa.int64()),
+                         "row_group": pa.array([], pa.int64())})
     return pa.table({"group": pa.array([], pa.string()), "score": pa.array([], pa.float64()),
                      "id": pa.array([], pa.string())})
 

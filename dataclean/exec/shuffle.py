@@ -94,13 +94,14 @@ class ShuffleWriter:
         else:
             table, part = self.schema.empty_table(), np.zeros(0, np.int32)
         self._tables, self._parts = [], []
-        return write_grouped(table, part, PARTITION, self.path)
+        return write_grouped(table, part, PARTITION, self.path)[0]
 
 
-def write_grouped(table: pa.Table, group: np.ndarray, column: str, path: str) -> int:
+def write_grouped(table: pa.Table, group: np.ndarray, column: str, path: str) -> tuple[int, list[int]]:
     """Write ``table`` to ``path`` atomically, sorted by ``group`` (stable: input order inside a group), with
-    ``group`` as the int32 column ``column`` and one row group per group, so a reader of one group
-    (``filters=[(column, "=", g)]``, or DuckDB's ``WHERE``) reads just its row group from each file."""
+    ``group`` as the int32 column ``column`` (with min/max statistics) and one row group per group, so a reader
+    of one group reads just its row group from each file (DuckDB's ``WHERE column = g`` prunes the others by
+    their statistics). Returns the row count and the groups in row-group order."""
     group = np.asarray(group, np.int32)
     schema = table.schema.append(pa.field(column, pa.int32()))
     order = np.argsort(group, kind="stable")
@@ -109,7 +110,8 @@ def write_grouped(table: pa.Table, group: np.ndarray, column: str, path: str) ->
     starts, ends = np.r_[0, bounds], np.r_[bounds, len(order)]
     tmp = tmp_name(path)
     try:
-        with pq.ParquetWriter(tmp, schema, **PARQUET_OPTIONS) as writer:
+        options = dict(PARQUET_OPTIONS, write_statistics=list(PARQUET_OPTIONS["write_statistics"]) + [column])
+        with pq.ParquetWriter(tmp, schema, **options) as writer:
             _injected_failure(path)
             if not len(order):
                 writer.write_table(table)
@@ -127,7 +129,7 @@ def write_grouped(table: pa.Table, group: np.ndarray, column: str, path: str) ->
         if isinstance(exc, OSError):
             raise write_error(path, exc) from None
         raise
-    return table.num_rows
+    return table.num_rows, group[order][starts].tolist() if len(order) else []
 
 
 # ------------------------------------------------------------------ reducing (the global step's tasks)

@@ -218,11 +218,13 @@ class MinHashDedup(Stage):
         columns += ["quality_score"] if "quality_score" in ctx.columns else []
         columns += ["text"] if self.verify_with == "exact" else []
         rows = os.path.join(work, "rows")
-        run_map(ctx, "gather", "doc_key", params={"nodes": nodes_file, "columns": columns, "dest": rows})
-        found = sorted(glob.glob(os.path.join(rows, "*.parquet")))
+        found = run_map(ctx, "gather", "doc_key", params={"nodes": nodes_file, "columns": columns, "dest": rows})
+        parts: dict[int, list[tuple[str, int]]] = {}
+        for f, c, rg in zip(*(found.column(n).to_pylist() for n in ("file", "chunk", "row_group"))):
+            parts.setdefault(c, []).append((f, rg))
         spec = next(sp for sp in ctx.cfg["pipeline"] if sp.get("name", sp["stage"]) == self.name)
-        specs = [VerifySpec(spec, n, lo, hi, tuple(found), edges_file, os.path.join(work, "chunks", f"{n:06d}"))
-                 for n, (lo, hi) in enumerate(bounds)]
+        specs = [VerifySpec(spec, n, lo, hi, tuple(sorted(parts.get(n, []))), edges_file,
+                            os.path.join(work, "chunks", f"{n:06d}")) for n, (lo, hi) in enumerate(bounds)]
         if not specs:
             return [], []
         ex = ctx.executor
@@ -389,14 +391,14 @@ class MinHashDedup(Stage):
 @dataclass(frozen=True)
 class VerifySpec:
     """One verification task: chunk ``chunk`` = the components ``lo..hi`` of the stage configured by
-    ``stage_spec``, their rows in the ``rows`` files (one row group per chunk) and their edges in ``edges``
+    ``stage_spec``, their rows (``(file, row group)`` of the gathered files) and their edges in ``edges``
     (sorted by component)."""
 
     stage_spec: dict
     chunk: int
     lo: int
     hi: int
-    rows: tuple[str, ...]
+    rows: tuple[tuple[str, int], ...]
     edges: str
     dest: str
 
@@ -409,7 +411,7 @@ def verify_task(spec: VerifySpec) -> dict:
 
     stage = build_stage(spec.stage_spec)
     where = [("comp", ">=", spec.lo), ("comp", "<=", spec.hi)]
-    parts = [pq.read_table(f, filters=[("chunk", "=", spec.chunk)]) for f in spec.rows]  # one row group each
+    parts = [pq.ParquetFile(f).read_row_group(rg) for f, rg in spec.rows]  # this chunk's row group of each file
     nodes = pa.concat_tables(parts).sort_by("doc_key") if parts else None
     q = nodes.column("quality_score") if "quality_score" in nodes.column_names else pa.nulls(nodes.num_rows, pa.float64())
     text = nodes.column("text") if "text" in nodes.column_names else pa.nulls(nodes.num_rows, pa.string())
