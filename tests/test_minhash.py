@@ -1,4 +1,5 @@
 """MinHash library: normalization, shingles, datasketch-identical signatures, LSH band parameters and hashes."""
+import importlib.util
 import random
 
 import datasketch
@@ -290,3 +291,137 @@ def test_any_unicode_gives_consistent_offsets_and_matches_the_reference(texts):
         assert (offsets[i + 1] == offsets[i]) == (text == "")
     sig = signatures(values, offsets, 16)
     assert sig.shape == (len(texts), 16)
+
+
+# ---------------------------------------------------------------- compiled kernels (numba) = numpy/Arrow code
+
+# English, Chinese (full-width punctuation and digits: NFKC without Arrow), Japanese, mixed, empty, short, and
+# the characters where the per-code-point tables matter: NFKC that composes across characters (e + U+0301,
+# Hangul jamo), NFKC expansions (ﬀ, ㎏, …, ﷺ), case mappings that change the UTF-8 length (İ, Ⱥ), final sigma,
+# format characters, RE2 \s and Arrow-only whitespace, digits of other scripts, supplementary Han.
+KERNEL_TEXTS = [
+    "The harbour town sits at the mouth of a slow green river, where fishing boats land their catch.",
+    "这座港口小镇位于一条缓慢的绿色河流入海口，三百年来渔船一直在这里卸下渔获！（２０２４年）",
+    "カタカナとひらがな、そして漢字。ﾊﾝｶｸ ｶﾀｶﾅ",
+    "Mixed: 中文 words and English words 混合 in one line 123 ４５６",
+    "", "ok", "OK!", "!!!", "🙂", " \t\n ",
+    "Cafe\u0301 cafe\u0301 CAFÉ ﬀ ㎏ … ﷺ Å Å ＡＢＣ",
+    "\u1100\u1161\u11a8 \uac00\u11a8 한국어 텍스트",
+    "İstanbul ȺȾ ΣΑΣ σας ǅ ẞ",
+    "zero\u200bwidth soft\u00adhyphen \ufeffbom a\u2060b",
+    "\u3000 lead\u00a0nbsp\u2003em\u000bvt\u000cff\u001cfs\u2028ls trail \u3000",
+    "٣٤٥ ५६७ 𝟘𝟙𝟚 ⑴ ①",
+    "\U00020000\U0002a6e0𠀀 〇 漢字",
+    "a" * 300 + " " + "b" * 17 + " " + "c" * 129,
+]
+
+
+def _kernels_on_off(fn):
+    """fn() with the compiled kernels, then with the numpy/Arrow code (DATACLEAN_KERNELS=0)."""
+    import os
+
+    from dataclean.text import kernels
+
+    before = os.environ.get(kernels.ENV)
+    try:
+        os.environ[kernels.ENV] = "1"
+        assert mh.kernels_enabled()
+        on = fn()
+        os.environ[kernels.ENV] = "0"
+        assert not mh.kernels_enabled()
+        off = fn()
+    finally:
+        if before is None:
+            del os.environ[kernels.ENV]
+        else:
+            os.environ[kernels.ENV] = before
+    return on, off
+
+
+def _all_outputs(texts):
+    raw = pa.array(texts, pa.string())
+    normalized = shingle_text(raw)
+    values, offsets = shingle_hashes(normalized)
+    sigs = signatures(values, offsets, 128, 1)
+    legacy = signatures(values, offsets, 16, 3, scheme="legacy")
+    from dataclean.stages.dedup_exact import content_hash, content_key_text
+    return (normalized, values, offsets, sigs, legacy, band_hashes(sigs, 16, 8), content_key_text(raw),
+            content_hash(raw))
+
+
+def _assert_same(on, off):
+    for a, b in zip(on, off):
+        if isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+        else:
+            assert a.type == b.type and a.equals(b), (a, b)
+
+
+needs_numba = pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="numba is not installed")
+
+
+@needs_numba
+def test_kernels_equal_the_arrow_and_numpy_code_on_every_kind_of_text():
+    on, off = _kernels_on_off(lambda: _all_outputs(KERNEL_TEXTS))
+    _assert_same(on, off)
+    normalized = on[0].to_pylist()
+    assert normalized[1].startswith("这座港口小镇位于一条缓慢的绿色河流入海口 三百年来") and normalized[1].endswith("0000年")
+    assert normalized[10] == "café café café ff kg صلى الله عليه وسلم å å abc"
+    # RE2's \s is space, \t, \n, \f, \r (not \v): other whitespace is only trimmed at the ends
+    assert on[6].to_pylist()[14] == "lead\u00a0nbsp\u2003em\x0bvt ff\x1cfs\u2028ls trail"
+
+
+@needs_numba
+def test_kernel_xxh3_64_equals_xxhash_at_every_length_path():
+    k = mh._mh_kernels()
+    rng = np.random.default_rng(7)
+    lengths = np.r_[np.arange(0, 260), [500, 1023, 1024, 1025, 2048, 4000]]
+    data = rng.integers(0, 256, int(lengths.sum()), dtype=np.uint8)
+    offsets = np.r_[0, np.cumsum(lengths)].astype(np.int64)
+    got = k.xxh3_64_many(data, offsets, mh._SECRET)
+    assert got.tolist() == [xxhash.xxh3_64_intdigest(data[offsets[i]:offsets[i + 1]].tobytes())
+                            for i in range(len(lengths))]
+
+
+@needs_numba
+def test_kernel_nfkc_tables_agree_with_arrow_nfkc_in_context():
+    # every character the kernel normalizes itself (NFKC_MAPPED), between inert neighbours, against Arrow's NFKC
+    from dataclean.dedup import _minhash_numba as k
+    _, classes, _, _ = mh._char_maps()
+    mapped = np.flatnonzero(classes & k.NFKC_MAPPED)
+    assert len(mapped) > 1000 and all(classes[ord(c)] & k.NFKC_MAPPED for c in "，！（）：；？\u00a0\u3000…ＡＢ１")
+    rng = random.Random(3)
+    texts = ["e" + chr(c) + "e" + chr(rng.choice(mapped)) + "한" for c in mapped.tolist()]
+    on, off = _kernels_on_off(lambda: shingle_text(pa.array(texts, pa.string())))
+    assert on.equals(off)
+
+
+@needs_numba
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(max_size=50),
+                          st.lists(st.sampled_from(KERNEL_TEXTS + list("，。！a Ａ\u0301\u1161\u200b\u3000é")),
+                                   max_size=8).map("".join)), max_size=6))
+def test_kernels_equal_the_fallback_on_any_unicode(texts):
+    on, off = _kernels_on_off(lambda: _all_outputs([t if t is not None else "" for t in texts]))
+    _assert_same(on, off)
+    raw = pa.array(texts, pa.string())  # nulls: shingle_text gives "" either way
+    a, b = _kernels_on_off(lambda: shingle_text(raw))
+    assert a.equals(b)
+    # shingles of text that was not normalized (a caller's mistake) are the same either way too
+    a, b = _kernels_on_off(lambda: shingle_hashes(raw))
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+@needs_numba
+def test_kernel_unique_sets_equal_numpy_unique():
+    # insertion sort below 48 values, radix sort above (passes skipped when a byte is the same everywhere)
+    k = mh._mh_kernels()
+    rng = np.random.default_rng(5)
+    lengths = np.array([0, 1, 2, 47, 48, 49, 300, 5, 1000, 64])
+    values = rng.integers(0, 2**32, int(lengths.sum()), dtype=np.uint64).astype(np.uint32)
+    values[::5] = values[::5] & 0xFF
+    values[1040:1340] = 7  # one document of a single repeated value
+    offsets = np.r_[0, np.cumsum(lengths)].astype(np.int64)
+    sets, set_offsets = k.unique_sets(values, offsets)
+    for i in range(len(lengths)):
+        assert sets[set_offsets[i]:set_offsets[i + 1]].tolist() == np.unique(values[offsets[i]:offsets[i + 1]]).tolist()

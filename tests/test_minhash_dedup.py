@@ -1,4 +1,5 @@
 """Near-duplicate removal end to end: which ids go, what stands in their place, and what never matches."""
+import importlib.util
 import json
 
 import pyarrow as pa
@@ -136,3 +137,54 @@ def test_dedup_against_with_other_parameters_is_refused(tmp_path):
     first, _ = run_dedup(tmp_path, [("old-1", EN)], name="first")
     with pytest.raises(dataclean.ConfigError, match="other MinHash parameters"):
         dataclean.resolve_config({"pipeline": [{"stage": "minhash_dedup", "num_perm": 64, "against": [str(first)]}]})
+
+
+def _with_kernels(value, fn):
+    import os
+
+    from dataclean.text import kernels
+
+    before = os.environ.get(kernels.ENV)
+    os.environ[kernels.ENV] = value
+    try:
+        return fn()
+    finally:
+        if before is None:
+            del os.environ[kernels.ENV]
+        else:
+            os.environ[kernels.ENV] = before
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="numba is not installed")
+def test_compiled_verification_and_clustering_equal_the_numpy_code(tmp_path):
+    # the chunk decision itself: exact Jaccard of every candidate edge, clusters and similarities, bit for bit
+    rows = docs() + [("en-far", edit_words(edit_words(EN, 5, "x"), 30, "y")), ("zh-short", "港口小镇"),
+                     ("zh-short-2", "港口小镇！"), ("blank", "")]
+    stage = MinHashDedup()
+    texts = pa.array([t for _, t in rows], pa.string())
+    n = len(rows)
+    nodes = pa.table({"comp": [0] * n, "doc_key": list(range(n)), "id": [i for i, _ in rows],
+                      "n_chars": [len(t) for _, t in rows], "q": pa.array([None] * n, pa.float64()),
+                      "source": ["web"] * n, "lang": [None] * n,
+                      "minhash_sig": stage.apply(pa.RecordBatch.from_pydict({"text": texts})).batch
+                      .column("minhash_sig").fill_null(pa.scalar([0] * 128, pa.list_(pa.uint32()))),
+                      "text": texts})
+    a, b = np.triu_indices(n, 1)  # every pair is a candidate edge
+    on = _with_kernels("1", lambda: stage._decide_chunk(nodes, a, b))
+    off = _with_kernels("0", lambda: stage._decide_chunk(nodes, a, b))
+    for x, y in zip(on, off):
+        assert x.equals(y)
+    sim_on = _with_kernels("1", lambda: [stage._similarity_fn(nodes, None)(i, j) for i, j in zip(a, b)])
+    sim_off = _with_kernels("0", lambda: [stage._similarity_fn(nodes, None)(i, j) for i, j in zip(a, b)])
+    assert sim_on == sim_off and max(sim_on) == 1.0 and min(sim_on) == 0.0
+    assert on[0].num_rows >= 5
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="numba is not installed")
+def test_a_run_with_the_compiled_kernels_equals_one_without(tmp_path):
+    rows = docs()
+    out_on, _ = _with_kernels("1", lambda: run_dedup(tmp_path, rows, name="on"))
+    out_off, _ = _with_kernels("0", lambda: run_dedup(tmp_path, rows, name="off"))
+    assert removed(out_on) == removed(out_off)
+    for name in ("clusters.parquet", "minhash_bands.parquet", "minhash_signatures.parquet", "exact_groups.parquet"):
+        assert pq.read_table(out_on / "dedup" / name).equals(pq.read_table(out_off / "dedup" / name))

@@ -46,6 +46,20 @@ the reference the vectorized :func:`shingle_hashes` is tested against. The vecto
 distinct token once per batch (dictionary encoding) and combines the n token hashes of every shingle with
 numpy in uint64.
 
+Compiled kernels
+----------------
+With numba installed (``DATACLEAN_KERNELS=0`` turns them off, as for :mod:`dataclean.text.kernels`),
+:func:`shingle_text`, :func:`shingle_hashes`, :func:`signatures` (``affine32``), exact dedup's content key and
+the exact-Jaccard verification of the global step run the functions of :mod:`dataclean.dedup._minhash_numba`
+over the Arrow buffers instead: one pass per document for the normalization (lower case, digit folding,
+deletions and separators from per-code-point tables that Arrow itself computed, :func:`_build_char_maps`; NFKC
+from the same tables for every document made of characters they cover, Arrow's NFKC for the rest), one for the
+tokens, hashed with an xxh3_64 written in numba, one for the shingles and one for the per-permutation minima.
+The results are the same bit for bit (``tests/test_minhash.py``, ``tests/test_minhash_dedup.py``, and
+``benchmarks/profile_dedup.py --check`` on every bench shard); they are 3-5 times faster
+(``benchmarks/profile_dedup.py``). The first process after an install or a change of ``_minhash_numba.py``
+compiles them (~15 s, cached on disk; :func:`warm_up`), later ones load them (~0.3 s with numba's import).
+
 Signatures and datasketch
 -------------------------
 :func:`signatures` gives, bit for bit, the ``hashvalues`` that ``datasketch.MinHash(num_perm, seed,
@@ -79,7 +93,10 @@ datasketch's ``MinHashLSH`` stores, but both use bands of consecutive signature 
 from __future__ import annotations
 
 import functools
+import os
 import re
+import threading
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -87,12 +104,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from dataclean.text import kernels as _text_kernels
 from dataclean.text.tokenize import HAN, HIRAGANA, KATAKANA
 
 __all__ = [
     "DEFAULT_SCHEME", "MAX_HASH", "SCHEMES", "band_hashes", "estimate_jaccard", "optimal_bands",
     "permutations", "shingle_hash", "shingle_hash_single", "shingle_hashes", "shingle_text",
-    "shingles_single", "signatures", "to_lean_minhash",
+    "shingles_single", "signatures", "to_lean_minhash", "kernels_enabled",
 ]
 
 SCHEMES = ("affine32", "legacy")
@@ -121,6 +139,248 @@ CHUNK_ELEMENTS = 1 << 20
 _U64 = np.uint64
 
 
+# ---------------------------------------------------------------- compiled kernels (numba), optional
+
+#: XXH3's default secret (``XXH3_kSecret`` of xxHash 0.8), the key of xxh3_64 with seed 0.
+XXH3_SECRET = bytes.fromhex(
+    "b8fe6c3923a44bbe7c01812cf721ad1cded46de9839097db7240a4a4b7b3671fcb79e64eccc0e578825ad07dccff7221"
+    "b8084674f743248ee03590e6813a264c3c2852bb91c300cb88d0658b1b532ea371644897a20df94e3819ef46a9deacd8"
+    "a8fa763fe39c343ff9dcbbc7c70b4f1d8a51e04bcdb45931c89f7ec9d9787364eac5ac8334d3ebc3c581a0fffa1363eb"
+    "170ddd51b7f0da49d316552629d4689e2b16be587d47a1fc8ff8b8d17ad031ce45cb3a8f95160428afd7fbcabb4b407e")
+_SECRET = np.frombuffer(XXH3_SECRET, np.uint8)
+
+_lock = threading.Lock()
+_state: dict = {}  # "mod": dataclean.dedup._minhash_numba, or None when it cannot be used; "maps": tables
+
+
+def kernels_enabled() -> bool:
+    """Do :func:`shingle_text`, :func:`shingle_hashes`, :func:`signatures` (``affine32``), exact dedup's
+    content key and the exact-Jaccard verification run their compiled (numba) kernels? Same switch as
+    :func:`dataclean.text.kernels.enabled` (``DATACLEAN_KERNELS=0`` turns them off); same results either way."""
+    if os.environ.get(_text_kernels.ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+        return False
+    return _mh_kernels() is not None
+
+
+def _mh_kernels():
+    if "mod" not in _state:
+        with _lock:
+            if "mod" not in _state:
+                _state["mod"] = _load_kernels()
+    return _state["mod"]
+
+
+def warm_up() -> bool:
+    """Compile (first run after an install or a change of ``_minhash_numba.py``) or load every MinHash kernel
+    and the character tables now, so that a benchmark or a CI job does not pay it inside what it measures.
+    Returns :func:`kernels_enabled`."""
+    if not kernels_enabled():
+        return False
+    from dataclean.stages.dedup_exact import content_hash
+
+    texts = pa.array(["Hello, World! 2024 ＡＢ，", "中文 ﬀ é", ""], pa.string())
+    values, offsets = shingle_hashes(shingle_text(texts))
+    signatures(values, offsets)
+    content_hash(texts)
+    k = _mh_kernels()
+    sets, set_offsets = k.unique_sets(values, offsets)
+    k.jaccard_pairs(sets, set_offsets, np.array([0]), np.array([1]))
+    k.jaccard_one(sets, set_offsets, 0, 1)
+    return True
+
+
+def _load_kernels():
+    _text_kernels._cache_dir()  # NUMBA_CACHE_DIR, read by numba when it is imported
+    try:
+        try:
+            import numba
+        except ImportError:
+            return None
+        if numba.config.DISABLE_JIT:  # NUMBA_DISABLE_JIT=1: the kernels would run as Python loops
+            return None
+        from dataclean.dedup import _minhash_numba as k
+        k.xxh3_64_many(_SECRET, np.zeros(1, np.int64), _SECRET)  # compile, or load from the disk cache
+        _char_maps()  # (raises when this Arrow's kernels break an assumption of the tables)
+    except Exception as exc:  # numba present but unusable here: run the pyarrow/numpy code
+        warnings.warn(f"dataclean: compiled MinHash kernels unavailable ({exc!r}); using numpy")
+        return None
+    return k
+
+
+def _char_maps() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(lower-case code point, class bits, NFKC offsets, NFKC pool) per code point, computed by Arrow (see
+    :func:`_build_char_maps`), kept on disk next to the numba cache and once per process."""
+    maps = _state.get("maps")
+    if maps is None:
+        import unicodedata
+
+        path = os.path.join(_text_kernels._cache_dir(), f"minhash-chars-v3-pyarrow-{pa.__version__}"
+                            f"-ucd-{unicodedata.unidata_version}.npz")
+        names = ("lower", "classes", "nfkc_off", "nfkc_pool")
+        try:
+            with np.load(path) as f:
+                maps = tuple(f[name] for name in names)
+            if maps[0].shape != (0x110000,) or maps[1].shape != (0x110000,) or maps[2].shape != (0x110001,):
+                maps = None
+        except (OSError, ValueError, KeyError):
+            maps = None
+        if maps is None:
+            maps = _build_char_maps()
+            try:  # written whole, then renamed: a concurrent reader sees the old file or the new one
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                tmp = f"{path}.{os.getpid()}.tmp.npz"
+                np.savez(tmp, **dict(zip(names, maps)))
+                os.replace(tmp, path)
+            except OSError:
+                pass
+        _state["maps"] = maps
+    return maps
+
+
+def _build_char_maps() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every code point run through the same Arrow kernels as :func:`shingle_text` and
+    ``dedup_exact.content_key_text``: ``utf8_lower`` (one code point to one code point, checked), the regex
+    classes those chains use (bits of ``_minhash_numba``), and NFKC (:func:`_nfkc_tables`), so the kernels and
+    the chains agree on every code point whatever the Unicode versions of utf8proc, RE2 and Python."""
+    from dataclean.dedup import _minhash_numba as k
+
+    cps = np.concatenate([np.arange(0, 0xD800), np.arange(0xE000, 0x110000)]).astype(np.uint32)
+    data = cps.astype("<u4").tobytes().decode("utf-32-le").encode("utf-8")
+    lens = np.where(cps < 0x80, 1, np.where(cps < 0x800, 2, np.where(cps < 0x10000, 3, 4))).astype(np.int32)
+    offsets = np.zeros(len(cps) + 1, np.int32)
+    np.cumsum(lens, out=offsets[1:])
+    chars = pa.StringArray.from_buffers(len(cps), pa.py_buffer(offsets), pa.py_buffer(data))
+    low = pc.utf8_lower(chars)
+    if not pc.all(pc.equal(pc.utf8_length(low), 1)).as_py():
+        raise ValueError("utf8_lower maps some code point to several")
+    lower = np.arange(0x110000, dtype=np.int32)
+    lower[cps] = np.frombuffer("".join(low.to_pylist()).encode("utf-32-le"), "<u4").astype(np.int32)
+
+    def match(pattern: str) -> np.ndarray:
+        return pc.match_substring_regex(chars, pattern).to_numpy(zero_copy_only=False)
+
+    bits = np.zeros(len(cps), np.uint8)
+    bits[match(r"^\p{Nd}$")] |= k.ND
+    bits[match(r"^\p{Cf}$")] |= k.CF
+    bits[match(r"^[\pP\pS\pZ\p{Cc}\p{Co}\s]$")] |= k.SEP
+    bits[match(r"^\s$")] |= k.RE2_SPACE
+    bits[match(f"^[{CJK_CLASS}]$")] |= k.CJK
+    bits[pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(chars)), 0).to_numpy(zero_copy_only=False)] |= k.ARROW_SPACE
+    classes = np.zeros(0x110000, np.uint8)
+    classes[cps] = bits
+    nfkc_off, nfkc_pool = _nfkc_tables(chars, cps, classes)
+    return lower, classes, nfkc_off, nfkc_pool
+
+
+def _nfkc_tables(chars: pa.Array, cps: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sets the NFKC bits of ``classes`` and returns (offsets, pool) of the NFKC forms of the NFKC_MAPPED
+    characters (``pool[offsets[c]:offsets[c + 1]]``, code points).
+
+    NFKC_INERT: NFKC leaves every string made only of such characters unchanged. By the quick check of UAX #15
+    (a string whose characters are all NFKC_Quick_Check=Yes with combining class 0 is in NFKC), a character
+    qualifies when Arrow's NFKC (utf8proc) and Python's leave it alone, its combining class is 0, it is
+    assigned in Python's Unicode version (so the stability policy makes the versions agree), and it is not the
+    second character of any two-character canonical decomposition nor a Hangul vowel or trailing consonant
+    jamo (the characters that may compose with the one before: Quick_Check=Maybe).
+
+    NFKC_MAPPED: a character whose NFKC alone (Arrow's, equal to Python's) is made of NFKC_INERT characters.
+    NFKC is the normal form of compatibility equivalence, which concatenation preserves, so NFKC(x c y) =
+    NFKC(x NFKC(c) y), which is x NFKC(c) y when x, y and NFKC(c) are all NFKC_INERT: a document made of
+    NFKC_INERT and NFKC_MAPPED characters is normalized by replacing each mapped character by its form
+    (full-width punctuation of Chinese text, no-break spaces, ellipses...), without Arrow's NFKC.
+    """
+    import unicodedata
+
+    from dataclean.dedup import _minhash_numba as k
+
+    nfkc = pc.utf8_normalize(chars, "NFKC")
+    same = pc.equal(nfkc, chars).to_numpy(zero_copy_only=False)
+    seconds = set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))
+    for cp in range(0x110000):
+        d = unicodedata.decomposition(chr(cp))
+        if d and not d.startswith("<"):
+            parts = d.split()
+            if len(parts) == 2:
+                seconds.add(int(parts[1], 16))
+    for i in np.flatnonzero(same).tolist():
+        cp = int(cps[i])
+        c = chr(cp)
+        if cp < 0x80 or (cp not in seconds and unicodedata.combining(c) == 0
+                         and unicodedata.category(c) != "Cn" and unicodedata.normalize("NFKC", c) == c):
+            classes[cp] |= k.NFKC_INERT
+    lengths = np.zeros(0x110000, np.int32)
+    forms: dict[int, list[int]] = {}
+    changed = np.flatnonzero(~same)
+    for i, form in zip(changed.tolist(), nfkc.take(pa.array(changed)).to_pylist()):
+        cp = int(cps[i])
+        c = chr(cp)
+        if unicodedata.category(c) == "Cn" or unicodedata.normalize("NFKC", c) != form:
+            continue
+        points = [ord(x) for x in form]
+        if points and all(classes[p] & k.NFKC_INERT for p in points):
+            classes[cp] |= k.NFKC_MAPPED
+            forms[cp] = points
+            lengths[cp] = len(points)
+    offsets = np.zeros(0x110001, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    pool = np.zeros(int(offsets[-1]), np.int32)
+    for cp, points in forms.items():
+        pool[offsets[cp]:offsets[cp + 1]] = points
+    return offsets, pool
+
+
+def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 offsets of len n+1, uint8 data) of a ``string`` / ``large_string`` array (zero-copy data)."""
+    n = len(arr)
+    bufs = arr.buffers()
+    width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    offsets = np.frombuffer(bufs[1], width, count=n + 1, offset=arr.offset * np.dtype(width).itemsize) \
+        if n else np.zeros(1, width)
+    data = np.frombuffer(bufs[2] if bufs[2] is not None else b"", np.uint8)  # (read-only: one signature)
+    return offsets.astype(np.int64), data
+
+
+_NO_SUB = np.zeros(0, np.int64)
+
+
+def content_key_mode() -> int:
+    """The :func:`map_text_kernel` mode of ``dedup_exact.content_key_text`` (kernels enabled)."""
+    return _mh_kernels().MODE_CONTENT_KEY
+
+
+def map_text_kernel(texts: pa.Array, mode: int, nfkc: bool = False) -> pa.Array | None:
+    """A ``string`` array without nulls mapped by ``_minhash_numba.map_text`` (same type), after NFKC when
+    ``nfkc`` (Arrow's, only for the documents with a character the tables do not cover); None when the kernels
+    cannot do it (then the caller runs its Arrow chain)."""
+    if not pa.types.is_string(texts.type) or texts.null_count:
+        return None
+    k = _mh_kernels()
+    lower, classes, nfkc_off, nfkc_pool = _char_maps()
+    offsets, data = _buffers(texts)
+    sub_offsets, sub_data, sub_index = offsets, data, _NO_SUB
+    if nfkc:
+        need = k.needs_nfkc(data, offsets, classes)
+        if (need < 0).any():
+            return None
+        if need.any():
+            sub = pc.utf8_normalize(texts.filter(pa.array(need > 0)), "NFKC")
+            sub_offsets, sub_data = _buffers(sub)
+            sub_index = np.where(need > 0, np.cumsum(need, dtype=np.int64) - 1, -1)
+    cap = 2 * int(offsets[-1] - offsets[0]) + 64
+    out_offsets = np.empty(len(texts) + 1, np.int64)
+    while True:
+        out = np.empty(cap, np.uint8)
+        status = k.map_text(data, offsets, sub_data, sub_offsets, sub_index, lower, classes, nfkc_off, nfkc_pool,
+                            mode, out, out_offsets)
+        if status != -2:
+            break
+        cap *= 2
+    if status != 0 or out_offsets[-1] >= 1 << 31:
+        return None
+    return pa.StringArray.from_buffers(len(texts), pa.py_buffer(out_offsets.astype(np.int32)),
+                                       pa.py_buffer(out[:out_offsets[-1]]))
+
+
 # ---------------------------------------------------------------- normalization
 
 
@@ -133,6 +393,10 @@ def shingle_text(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
     t = pc.fill_null(texts.cast(pa.string()), "")
+    if kernels_enabled():
+        mapped = map_text_kernel(t, _mh_kernels().MODE_SHINGLE, nfkc=True)
+        if mapped is not None:
+            return mapped
     t = pc.utf8_normalize(t, "NFKC")
     t = pc.utf8_lower(t)
     t = pc.replace_substring_regex(t, r"\p{Nd}", "0")
@@ -309,6 +573,12 @@ def shingle_hashes(texts: pa.Array | pa.ChunkedArray, word_ngram: int = 5,
         texts = texts.combine_chunks()
     texts = pc.fill_null(texts.cast(pa.string()), "")
     n_docs = len(texts)
+    if kernels_enabled():
+        k = _mh_kernels()
+        offsets, data = _buffers(texts)
+        w_tok, w_count, c_tok, c_count = k.token_hashes(data, offsets, _char_maps()[1], _SECRET)
+        if not (len(w_count) and w_count[0] < 0):  # (invalid UTF-8: the Arrow path decides what it is)
+            return k.stream_shingles(w_tok, w_count, c_tok, c_count, word_ngram, char_ngram)
     w_vals, w_count = _stream_hashes(*_word_tokens(texts), word_ngram)
     c_vals, c_count = _stream_hashes(*_cjk_tokens(texts), char_ngram)
     per_doc = w_count + c_count
@@ -421,6 +691,8 @@ def signatures(values: np.ndarray, offsets: np.ndarray, num_perm: int = 128, see
         if values.size and (values.min() < 0 or values.max() > MASK32):
             raise ValueError("values must be 32-bit hashes")
         values = values.astype(np.uint32)
+    if scheme == "affine32" and kernels_enabled():
+        return _mh_kernels().signatures_affine32(values, offsets, a, b).astype(np.uint64)
     n_docs = len(offsets) - 1
     out = np.full((n_docs, num_perm), MAX_HASH, dtype=np.uint64)
     total = len(values)

@@ -48,7 +48,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dataclean.dedup.minhash import DEFAULT_SCHEME, band_hashes, optimal_bands, shingle_hashes, shingle_text, signatures
+from dataclean.dedup.minhash import (DEFAULT_SCHEME, _mh_kernels, band_hashes, kernels_enabled, optimal_bands,
+                                     shingle_hashes, shingle_text, signatures)
 from dataclean.io.writers import atomic_write_table, write_json_atomic
 from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
 
@@ -238,7 +239,12 @@ class MinHashDedup(Stage):
         sigs = _sig_matrix(nodes.column("minhash_sig"), self.num_perm)
         similarity = self._similarity_fn(nodes, sigs)
         if self.verify_pairs:
-            ok = np.array([similarity(i, j) >= self.threshold for i, j in zip(u.tolist(), v.tolist())], dtype=bool)
+            pairs = getattr(similarity, "pairs", None)
+            if pairs is not None:  # the compiled exact Jaccard, all edges at once
+                ok = pairs(u, v) >= self.threshold
+            else:
+                ok = np.array([similarity(i, j) >= self.threshold for i, j in zip(u.tolist(), v.tolist())],
+                              dtype=bool)
             u, v = u[ok], v[ok]
         labels = connected_components(len(keys), u, v)
         reps, sims = self._cluster(labels, nodes, similarity)
@@ -277,6 +283,15 @@ class MinHashDedup(Stage):
             return lambda i, j: float((sigs[i] == sigs[j]).mean())
         values, offsets = shingle_hashes(shingle_text(nodes.column("text").combine_chunks()), self.word_ngram,
                                          self.char_ngram)
+        if kernels_enabled():
+            k = _mh_kernels()
+            set_values, set_offsets = k.unique_sets(values, offsets)
+
+            def exact_compiled(i: int, j: int) -> float:
+                return k.jaccard_one(set_values, set_offsets, i, j)
+            exact_compiled.pairs = lambda u, v: k.jaccard_pairs(set_values, set_offsets, np.asarray(u, np.int64),
+                                                                np.asarray(v, np.int64))
+            return exact_compiled
         sets = [np.unique(values[offsets[i]:offsets[i + 1]]) for i in range(nodes.num_rows)]
 
         def exact(i: int, j: int) -> float:
