@@ -155,8 +155,8 @@ def pass2_task(spec: TaskSpec) -> dict:
     pipe = pipeline_for(cfg)
     prefix = lay.data_prefix(spec.task)
     # this task's shards, and the temporary files of an earlier attempt that was killed while writing them
-    _clear(path for folder in (lay.data, lay.rejected) for pattern in (prefix + "-*", "." + prefix + "-*")
-           for path in glob.glob(os.path.join(folder, pattern)))
+    _clear(path for folder in [lay.data, lay.rejected] + glob.glob(os.path.join(lay.dedup, "*", ""))
+           for pattern in (prefix + "-*", "." + prefix + "-*") for path in glob.glob(os.path.join(folder, pattern)))
     lo, hi = spec.task << 40, (spec.task + 1) << 40
     removals = pq.read_table(lay.removals, filters=[("doc_key", ">=", lo), ("doc_key", "<", hi)])
     rem_keys = removals.column("doc_key").combine_chunks()
@@ -164,6 +164,11 @@ def pass2_task(spec: TaskSpec) -> dict:
     data = ShardWriter(lay.data, prefix, out_schema, max_rows=cfg["output"]["shard_max_rows"],
                        max_bytes=cfg["output"]["shard_max_mb"] << 20,
                        row_group_rows=cfg["output"]["row_group_rows"])
+    # per-document artifacts of the kept documents a global stage wants (MinHash bands for --dedup-against)
+    kept_writers = [(stage, {name: ShardWriter(os.path.join(lay.dedup, name), prefix, schema,
+                                               max_rows=cfg["output"]["shard_max_rows"])
+                             for name, schema in stage.kept_schemas.items()})
+                    for stage in pipe.global_stages if hasattr(stage, "kept_rows")]
     ledger_parts = []  # removals of the global step; pass 1's ledger files are linked, not rewritten
     repeats = None
     if os.path.exists(lay.repeats):  # a mixture recipe repeats some documents (extra epochs)
@@ -179,6 +184,9 @@ def pass2_task(spec: TaskSpec) -> dict:
                                                         pipe.keep_rejected_text))
                 batch = batch.filter(pc.invert(gone))
             kept += batch.num_rows
+            for stage, writers in kept_writers:
+                for name, rows in stage.kept_rows(batch).items():
+                    writers[name].write(rows)
             if repeats is not None and repeats.num_rows:
                 for i, part in enumerate(expand_repeats(batch, repeats, suffix)):
                     copies += part.num_rows if i else 0
@@ -190,6 +198,9 @@ def pass2_task(spec: TaskSpec) -> dict:
                       max_bytes=cfg["output"]["shard_max_mb"] << 20)
     try:
         rej.write(ledger)
+        for _, writers in kept_writers:
+            for writer in writers.values():
+                writer.commit(write_empty=True)
         data.commit(write_empty=True)
         failpoint(f"pass2-files-{spec.task}")  # data/ renamed, ledger part and marker not yet written
         pass1_removed = _link_pass1_ledger(lay, spec.task, prefix)
@@ -197,6 +208,9 @@ def pass2_task(spec: TaskSpec) -> dict:
     except BaseException:
         data.abort()
         rej.abort()
+        for _, writers in kept_writers:
+            for writer in writers.values():
+                writer.abort()
         raise
     if spec.publish:  # the run folder is a staging folder: each task publishes its own shards
         for folder in (lay.data, lay.rejected):

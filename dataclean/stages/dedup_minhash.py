@@ -9,7 +9,7 @@ shingle at all (empty after normalization) gets no signature: exact dedup is its
 Global step (DuckDB under the configured memory limit, spilling to disk):
 
 1. with ``against``, documents sharing a band bucket with a document *kept* by an earlier run (its
-   ``dedup/minhash_bands.parquet``) and similar enough to it are removed (``near_duplicate_earlier``);
+   ``dedup/minhash_bands/``) and similar enough to it are removed (``near_duplicate_earlier``);
 2. band rows are grouped into buckets; every member of a bucket is linked to the bucket's smallest key
    (a star: as many edges as members, never quadratic). The bands are chosen generously (false-negative
    weight 0.95: a pair at Jaccard 0.8 becomes a candidate with probability 0.95, at 0.85 with 0.99)
@@ -31,8 +31,8 @@ exact Jaccard >= 0.8; with signature verification and datasketch's default weigh
 the same set gave precision 0.962 and recall 0.806.
 
 Artifacts in ``OUT/dedup/``: ``clusters.parquet`` (one row per member of every cluster of two or more),
-``cluster_sizes.parquet``, and, for a later ``--dedup-against``, ``minhash_bands.parquet`` and
-``minhash_signatures.parquet`` of the documents this run kept, with ``minhash_params.json``.
+``cluster_sizes.parquet``, and, for a later ``--dedup-against``, ``minhash_bands/`` and
+``minhash_signatures/`` of the documents this run kept (one part per pass-2 task), with ``minhash_params.json``.
 """
 from __future__ import annotations
 
@@ -54,8 +54,8 @@ from dataclean.io.writers import atomic_write_table, write_json_atomic
 from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
 
 PARAMS_FILE = "minhash_params.json"
-BANDS_FILE = "minhash_bands.parquet"
-SIGS_FILE = "minhash_signatures.parquet"
+BANDS_DIR = "minhash_bands"  # dedup/minhash_bands/part-TTTTT-NNNNN.parquet: (id, band, h) of the kept documents
+SIGS_DIR = "minhash_signatures"  # dedup/minhash_signatures/part-TTTTT-NNNNN.parquet: (id, sig)
 
 
 def _sql_path(path: str) -> str:
@@ -159,6 +159,9 @@ class MinHashDedup(Stage):
         if not os.path.isfile(path):
             raise ValueError(f"minhash_dedup.against: {old} has no dedup/{PARAMS_FILE} "
                              "(not the output of a finished dataclean run with minhash_dedup)")
+        if not os.path.isfile(os.path.join(old, "manifest.json")) or not os.path.isdir(os.path.join(folder, BANDS_DIR)):
+            raise ValueError(f"minhash_dedup.against: {old} has no dedup/{BANDS_DIR}/ or no manifest.json (an "
+                             "unfinished run, or one written by a dataclean before 0.1 that saved one bands file)")
         with open(path, encoding="utf-8") as fh:
             theirs = json.load(fh)
         mine = self.params_record()
@@ -339,12 +342,12 @@ class MinHashDedup(Stage):
             SELECT n.doc_key, o.id AS old_id
             FROM (SELECT doc_key, generate_subscripts(minhash_bands, 1) AS band, unnest(minhash_bands) AS h
                   FROM {view} WHERE minhash_bands IS NOT NULL) n
-            JOIN read_parquet({_sql_path(os.path.join(folder, BANDS_FILE))}) o USING (band, h)
+            JOIN read_parquet({_sql_path(os.path.join(folder, BANDS_DIR, "*.parquet"))}) o USING (band, h)
             GROUP BY ALL""")
         pairs = con.sql(f"""
             SELECT p.doc_key, p.old_id, n.minhash_sig AS new_sig, s.sig AS old_sig
             FROM mh_old p JOIN {view} n USING (doc_key)
-            JOIN read_parquet({_sql_path(os.path.join(folder, SIGS_FILE))}) s ON s.id = p.old_id
+            JOIN read_parquet({_sql_path(os.path.join(folder, SIGS_DIR, "*.parquet"))}) s ON s.id = p.old_id
             ORDER BY p.doc_key, p.old_id""").to_arrow_table()
         con.execute("DROP TABLE mh_old")
         if pairs.num_rows == 0:
@@ -390,17 +393,27 @@ class MinHashDedup(Stage):
         atomic_write_table(sizes, os.path.join(folder, "cluster_sizes.parquet"))
 
     def write_final_artifacts(self, ctx, view: str) -> None:
-        """Bands and signatures of the documents this run keeps, for a later run's ``against``."""
-        con, folder = ctx.con, ctx.lay.dedup
-        os.makedirs(folder, exist_ok=True)
-        for name, query in (
-                (BANDS_FILE, f"SELECT id, generate_subscripts(minhash_bands, 1) AS band, unnest(minhash_bands) AS h "
-                             f"FROM {view} WHERE minhash_bands IS NOT NULL ORDER BY band, h, id"),
-                (SIGS_FILE, f"SELECT id, minhash_sig AS sig FROM {view} WHERE minhash_sig IS NOT NULL ORDER BY id")):
-            path = os.path.join(folder, name)
-            con.execute(f"COPY ({query}) TO {_sql_path(path + '.tmp')} (FORMAT parquet, COMPRESSION zstd)")
-            os.replace(path + ".tmp", path)
-        write_json_atomic(self.params_record(), os.path.join(folder, PARAMS_FILE))
+        """``minhash_params.json``: what a later run's ``against`` checks. The bands and signatures of the kept
+        documents are written by each pass-2 task for its own documents (:meth:`kept_rows`)."""
+        os.makedirs(ctx.lay.dedup, exist_ok=True)
+        write_json_atomic(self.params_record(), os.path.join(ctx.lay.dedup, PARAMS_FILE))
+
+    # -- pass 2: what a later run dedups against ---------------------------------------------------------
+    kept_schemas = {
+        BANDS_DIR: pa.schema([("id", pa.string()), ("band", pa.int32()), ("h", pa.uint64())]),
+        SIGS_DIR: pa.schema([("id", pa.string()), ("sig", pa.list_(pa.uint32()))]),
+    }
+
+    def kept_rows(self, batch: pa.RecordBatch) -> dict[str, pa.Table]:
+        """Rows of ``dedup/minhash_bands/`` and ``dedup/minhash_signatures/`` for the documents a pass-2 task
+        keeps (each task writes its own part files, in input order: no sort on the driver)."""
+        has = pc.is_valid(batch.column("minhash_sig"))
+        kept = batch.filter(has) if not pc.all(has).as_py() else batch
+        rows, _ = self.shuffle_rows(kept)
+        ids = kept.column("id").take(pa.array(np.searchsorted(kept.column("doc_key").to_numpy(),
+                                                              rows.column("doc_key").to_numpy())))
+        return {BANDS_DIR: pa.table({"id": ids, "band": rows.column("band"), "h": rows.column("h")}),
+                SIGS_DIR: pa.table({"id": kept.column("id"), "sig": kept.column("minhash_sig")})}
 
 
 @dataclass(frozen=True)
