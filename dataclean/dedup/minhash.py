@@ -96,7 +96,6 @@ import functools
 import os
 import re
 import threading
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -157,7 +156,7 @@ def kernels_enabled() -> bool:
     """Do :func:`shingle_text`, :func:`shingle_hashes`, :func:`signatures` (``affine32``), exact dedup's
     content key and the exact-Jaccard verification run their compiled (numba) kernels? Same switch as
     :func:`dataclean.text.kernels.enabled` (``DATACLEAN_KERNELS=0`` turns them off); same results either way."""
-    if os.environ.get(_text_kernels.ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+    if _text_kernels.switched_off():
         return False
     return _mh_kernels() is not None
 
@@ -190,21 +189,12 @@ def warm_up() -> bool:
 
 
 def _load_kernels():
-    _text_kernels._cache_dir()  # NUMBA_CACHE_DIR, read by numba when it is imported
-    try:
-        try:
-            import numba
-        except ImportError:
-            return None
-        if numba.config.DISABLE_JIT:  # NUMBA_DISABLE_JIT=1: the kernels would run as Python loops
-            return None
+    def load():
         from dataclean.dedup import _minhash_numba as k
         k.xxh3_64_many(_SECRET, np.zeros(1, np.int64), _SECRET)  # compile, or load from the disk cache
         _char_maps()  # (raises when this Arrow's kernels break an assumption of the tables)
-    except Exception as exc:  # numba present but unusable here: run the pyarrow/numpy code
-        warnings.warn(f"dataclean: compiled MinHash kernels unavailable ({exc!r}); using numpy")
-        return None
-    return k
+        return k
+    return _text_kernels.load_compiled(load, "compiled MinHash kernels", "numpy")
 
 
 def _char_maps() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

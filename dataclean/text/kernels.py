@@ -43,9 +43,14 @@ _lock = threading.Lock()
 _state: dict = {}  # "mod": the compiled kernels (a namespace), or None when numba cannot be imported
 
 
+def switched_off() -> bool:
+    """``DATACLEAN_KERNELS`` is ``0`` / ``false`` / ``no`` / ``off``: every compiled kernel stays unused."""
+    return os.environ.get(ENV, "1").strip().lower() in ("0", "false", "no", "off")
+
+
 def enabled() -> bool:
     """Are the compiled kernels in use? (numba importable, and not disabled by ``DATACLEAN_KERNELS``)."""
-    if os.environ.get(ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+    if switched_off():
         return False
     return _kernels() is not None
 
@@ -66,21 +71,30 @@ def _cache_dir() -> str:
     return os.environ["NUMBA_CACHE_DIR"]
 
 
-def _compile():
+def load_compiled(load, what: str, fallback: str):
+    """``load()`` (import a module of numba functions and compile or load one of them), or None when numba is
+    missing, disabled (``NUMBA_DISABLE_JIT=1``: the kernels would run as Python loops) or unusable here (LLVM,
+    platform: then a warning names ``what`` and the ``fallback`` used instead)."""
     _cache_dir()  # (read by numba when it is imported)
     try:
         try:
             import numba
         except ImportError:
             return None
-        if numba.config.DISABLE_JIT:  # NUMBA_DISABLE_JIT=1: the kernels would run as Python loops
+        if numba.config.DISABLE_JIT:
             return None
+        return load()
+    except Exception as exc:
+        warnings.warn(f"dataclean: {what} unavailable ({exc!r}); using {fallback}")
+        return None
+
+
+def _compile():
+    def load():
         from dataclean.text import _kernels_numba
         _kernels_numba.char_lengths(np.frombuffer(b"", np.uint8), np.zeros(1, np.int64))
-    except Exception as exc:  # numba present but unusable here (LLVM, platform): run the pyarrow code
-        warnings.warn(f"dataclean: compiled kernels unavailable ({exc!r}); using the pyarrow implementation")
-        return None
-    return _kernels_numba
+        return _kernels_numba
+    return load_compiled(load, "compiled kernels", "the pyarrow implementation")
 
 
 # -- the character table ------------------------------------------------------------------------------------
