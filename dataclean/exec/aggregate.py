@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from dataclean.audit.tables import sql_string
 from dataclean.exec.layout import Layout
 
 #: Bits of a score's key that make its histogram bucket: sign, 11 exponent bits and 8 mantissa bits, so
@@ -126,9 +127,9 @@ def _gather(spec: MapSpec) -> pa.Table:
         rows = pa.concat_tables(parts)
         at = pa.array(np.searchsorted(keys.to_numpy(), rows.column("doc_key").to_numpy()))
         rows = rows.append_column("comp", nodes.column("comp").take(at))
-        rows = rows.sort_by([("comp", "ascending"), ("doc_key", "ascending")])
-        chunk = nodes.column("chunk").take(pa.array(np.searchsorted(
-            keys.to_numpy(), rows.column("doc_key").to_numpy()))).to_numpy()
+        chunk = nodes.column("chunk").take(at).to_numpy()
+        order = pa.array(np.lexsort((rows.column("doc_key").to_numpy(), rows.column("comp").to_numpy())))
+        rows, chunk = rows.take(order), chunk[order.to_numpy()]  # by (comp, doc_key); write_grouped keeps it
         os.makedirs(spec.params["dest"], exist_ok=True)
         path = os.path.join(spec.params["dest"], f"{spec.task:05d}.parquet")
         _, chunks = write_grouped(rows, chunk, "chunk", path)
@@ -169,7 +170,7 @@ def removals_so_far(con, lay: Layout, name: str) -> str:
     """Write the doc_keys of the ``removals`` table, sorted, for the map tasks of stage ``name``; its path."""
     path = lay.p("_work", "global", f"removed-{name}.parquet")
     tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
-    con.execute(f"COPY (SELECT doc_key FROM removals ORDER BY doc_key) TO '{tmp.replace(chr(39), chr(39) * 2)}' "
+    con.execute(f"COPY (SELECT doc_key FROM removals ORDER BY doc_key) TO {sql_string(tmp)} "
                 "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 65536)")
     os.replace(tmp, path)
     return path

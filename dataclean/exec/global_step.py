@@ -21,6 +21,7 @@ import duckdb
 import pyarrow.parquet as pq
 from dataclasses import dataclass, field
 
+from dataclean.audit.tables import sql_list, sql_string
 from dataclean.exec import aggregate, shuffle
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.layout import Layout
@@ -49,20 +50,7 @@ def connect(cfg: dict, lay: Layout) -> duckdb.DuckDBPyConnection:
     g = cfg["global"]
     tmp = g["temp_directory"] or os.path.join(lay.work, "duckdb_tmp")
     os.makedirs(tmp, exist_ok=True)
-    con = duckdb.connect(":memory:")
-    con.execute(f"SET memory_limit = '{g['duckdb_memory_limit']}'")
-    con.execute(f"SET threads = {int(g['duckdb_threads'])}")
-    con.execute(f"SET temp_directory = '{_sql_str(tmp)}'")
-    con.execute("SET preserve_insertion_order = false")
-    return con
-
-
-def _sql_str(s: str) -> str:
-    return s.replace("'", "''")
-
-
-def _file_list(paths: list[str]) -> str:
-    return "[" + ", ".join(f"'{_sql_str(p)}'" for p in paths) + "]"
+    return shuffle.duckdb_connection(g["duckdb_memory_limit"], g["duckdb_threads"], tmp)
 
 
 def shuffle_kinds(pipeline) -> dict[str, tuple[str, object]]:
@@ -120,10 +108,10 @@ def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerpr
         cand_views = {}
         for i, kind in enumerate(kinds):
             con.execute(f"CREATE VIEW cand_{i} AS SELECT * FROM "
-                        f"read_parquet('{_sql_str(shuffle.candidates_glob(lay, kind))}')")
+                        f"read_parquet({sql_string(shuffle.candidates_glob(lay, kind))})")
             cand_views[kind] = f"cand_{i}"
         ctx = GlobalContext(con, cfg, lay, needed, {}, tasks=list(tasks), executor=executor)
-        con.execute(f"CREATE VIEW docs AS SELECT {cols} FROM read_parquet({_file_list(doc_files)})")
+        con.execute(f"CREATE VIEW docs AS SELECT {cols} FROM read_parquet({sql_list(doc_files)})")
         con.execute(f"""
             INSERT INTO removals
             SELECT doc_key, 'ids', 'duplicate_id', 'duplicate_id', CAST(rn AS DOUBLE), 1.0,
@@ -161,7 +149,7 @@ def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerpr
             if hasattr(stage, "write_final_artifacts"):  # e.g. what a later run dedups against
                 stage.write_final_artifacts(ctx, "final")
     tmp = lay.removals + ".tmp"
-    con.execute(f"COPY (SELECT * FROM removals ORDER BY doc_key) TO '{_sql_str(tmp)}' "
+    con.execute(f"COPY (SELECT * FROM removals ORDER BY doc_key) TO {sql_string(tmp)} "
                 f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 65536)")
     con.close()
     os.replace(tmp, lay.removals)

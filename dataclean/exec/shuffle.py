@@ -30,12 +30,13 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import xxhash
 
 from dataclean.exec.failpoints import failpoint
+from dataclean.audit.tables import sql_list, sql_string
 from dataclean.exec.layout import Layout
-from dataclean.io.writers import PARQUET_OPTIONS, _injected_failure, tmp_name, write_error, write_json_atomic
+from dataclean.io.writers import (_injected_failure, _remove_quietly, atomic_write_table, tmp_name, write_errors,
+                                  write_json_atomic)
 
 PARTITION = "partition"
 
@@ -103,33 +104,12 @@ def write_grouped(table: pa.Table, group: np.ndarray, column: str, path: str) ->
     of one group reads just its row group from each file (DuckDB's ``WHERE column = g`` prunes the others by
     their statistics). Returns the row count and the groups in row-group order."""
     group = np.asarray(group, np.int32)
-    schema = table.schema.append(pa.field(column, pa.int32()))
     order = np.argsort(group, kind="stable")
-    table = table.take(pa.array(order)).append_column(column, pa.array(group[order]))
-    bounds = np.flatnonzero(np.diff(group[order])) + 1
-    starts, ends = np.r_[0, bounds], np.r_[bounds, len(order)]
-    tmp = tmp_name(path)
-    try:
-        options = dict(PARQUET_OPTIONS, write_statistics=list(PARQUET_OPTIONS["write_statistics"]) + [column])
-        with pq.ParquetWriter(tmp, schema, **options) as writer:
-            _injected_failure(path)
-            if not len(order):
-                writer.write_table(table)
-            else:
-                for s, e in zip(starts.tolist(), ends.tolist()):  # one row group per group
-                    writer.write_table(table.slice(s, e - s), row_group_size=e - s)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise write_error(path, exc) from None
-        raise
-    return table.num_rows, group[order][starts].tolist() if len(order) else []
+    table = table.take(pa.array(order)).append_column(pa.field(column, pa.int32()), pa.array(group[order]))
+    starts = np.r_[0, np.flatnonzero(np.diff(group[order])) + 1] if len(order) else np.zeros(0, np.int64)
+    sizes = np.diff(np.r_[starts, len(order)]).tolist()  # one row group per group
+    atomic_write_table(table, path, row_group_sizes=sizes, statistics=(column,))
+    return table.num_rows, group[order][starts].tolist()
 
 
 # ------------------------------------------------------------------ reducing (the global step's tasks)
@@ -159,8 +139,6 @@ def marker_name(kind: str, partition: int) -> str:
 
 def reduce_task(spec: ReduceSpec) -> dict:
     """Turn one partition of key rows into candidate rows (keys seen at least twice), written atomically."""
-    import duckdb
-
     started = time.time()
     lay = Layout(spec.out)
     folder = candidates_dir(lay, spec.kind)
@@ -169,33 +147,25 @@ def reduce_task(spec: ReduceSpec) -> dict:
     tmp = tmp_name(path)
     spill = os.path.join(spec.temp_root or lay.p("_work", "duckdb_tmp"), f"{spec.kind}-{spec.partition:05d}")
     files = [os.path.join(lay.pass1_dir(t), file_name(spec.kind)) for t in spec.tasks]
-    con = duckdb.connect(":memory:")
+    os.makedirs(spill, exist_ok=True)
     try:
-        os.makedirs(spill, exist_ok=True)
-        con.execute(f"SET memory_limit = '{spec.memory_limit}'")
-        con.execute("SET threads = 1")  # one CPU per task, like every task
-        con.execute(f"SET temp_directory = '{_sql_str(spill)}'")
-        con.execute("SET preserve_insertion_order = false")
-        listing = "[" + ", ".join(f"'{_sql_str(f)}'" for f in files) + "]"
-        con.execute(f"CREATE VIEW rows AS SELECT * EXCLUDE ({PARTITION}) FROM read_parquet({listing}) "
-                    f"WHERE {PARTITION} = {int(spec.partition)}")
-        _injected_failure(path)
-        con.execute(f"COPY ({spec.sql} ORDER BY ALL) TO '{_sql_str(tmp)}' (FORMAT parquet, COMPRESSION zstd)")
-        rows = con.execute(f"SELECT count(*) FROM read_parquet('{_sql_str(tmp)}')").fetchall()[0][0]
-        con.close()
-        os.replace(tmp, path)
-        failpoint(f"reduce-{spec.kind}-{spec.partition}")  # candidates written, marker not yet
-    except BaseException as exc:
-        con.close()
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError) or type(exc).__name__ == "IOException":
-            raise write_error(path, exc) from None
+        with write_errors(path):
+            con = duckdb_connection(spec.memory_limit, 1, spill)  # one CPU per task, like every task
+            try:
+                con.execute(f"CREATE VIEW rows AS SELECT * EXCLUDE ({PARTITION}) FROM read_parquet({sql_list(files)}) "
+                            f"WHERE {PARTITION} = {int(spec.partition)}")
+                _injected_failure(path)
+                con.execute(f"COPY ({spec.sql} ORDER BY ALL) TO {sql_string(tmp)} (FORMAT parquet, COMPRESSION zstd)")
+                rows = con.execute(f"SELECT count(*) FROM read_parquet({sql_string(tmp)})").fetchall()[0][0]
+            finally:
+                con.close()
+            os.replace(tmp, path)
+    except BaseException:
+        _remove_quietly(tmp)
         raise
     finally:
         shutil.rmtree(spill, ignore_errors=True)
+    failpoint(f"reduce-{spec.kind}-{spec.partition}")  # candidates written, marker not yet
     result = {"kind": spec.kind, "partition": spec.partition, "rows": rows, "tasks": list(spec.tasks),
               "fingerprint": spec.fingerprint, "seconds": round(time.time() - started, 3)}
     write_json_atomic(result, lay.marker(marker_name(spec.kind, spec.partition)))
@@ -212,5 +182,15 @@ def clear_candidates(lay: Layout) -> None:
         os.remove(stale)
 
 
-def _sql_str(s: str) -> str:
-    return s.replace("'", "''")
+def duckdb_connection(memory_limit: str, threads: int, temp_directory: str):
+    """An in-memory DuckDB for the global step (the driver's, or a reduce task's): at most ``memory_limit``,
+    ``threads`` threads, spilling to ``temp_directory``, free to reorder rows (every result that is written is
+    ordered explicitly)."""
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    con.execute(f"SET memory_limit = {sql_string(str(memory_limit))}")
+    con.execute(f"SET threads = {int(threads)}")
+    con.execute(f"SET temp_directory = {sql_string(temp_directory)}")
+    con.execute("SET preserve_insertion_order = false")
+    return con

@@ -35,6 +35,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import xxhash
 
+from dataclean.io.writers import _fsync_replace, _remove_quietly, tmp_name
+
 #: ``scheme://`` with a scheme of two characters or more: ``C://x`` is a Windows drive, not a URI.
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+)://([^/]*)(.*)$", re.DOTALL)
 #: Read-ahead of an input stream: one ranged GET per this many bytes on an object store.
@@ -263,19 +265,14 @@ def _is_temporary(name: str) -> bool:
 def _publish_local(local_path: str, dest: str) -> None:
     if os.path.exists(dest) and os.path.samefile(local_path, dest):
         return
-    folder, name = os.path.split(os.path.abspath(dest))
-    os.makedirs(folder, exist_ok=True)
-    tmp = os.path.join(folder, f".{name}.tmp")
+    dest = os.path.abspath(dest)
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    tmp = tmp_name(dest)
     try:
         shutil.copyfile(local_path, tmp)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, dest)
+        _fsync_replace(tmp, dest)
     except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
+        _remove_quietly(tmp)
         raise
 
 

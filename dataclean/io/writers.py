@@ -101,14 +101,25 @@ def _fsync_replace(tmp: str, path: str) -> None:
     os.replace(tmp, path)
 
 
-def atomic_write_table(table: pa.Table, path: str, row_group_rows: int = 8192) -> None:
-    """Write one Parquet file atomically; raise :class:`WriteError` (nothing left behind) if that fails."""
+def atomic_write_table(table: pa.Table, path: str, row_group_rows: int = 8192, *,
+                       row_group_sizes: list[int] | None = None, statistics: tuple[str, ...] = ()) -> None:
+    """Write one Parquet file atomically; raise :class:`WriteError` (nothing left behind) if that fails.
+
+    Row groups are of ``row_group_rows`` rows, or exactly ``row_group_sizes`` (consecutive slices, in order);
+    ``statistics`` names columns that get min/max statistics besides :data:`PARQUET_OPTIONS`' own."""
     tmp = tmp_name(path)
+    options = PARQUET_OPTIONS if not statistics else \
+        dict(PARQUET_OPTIONS, write_statistics=list(PARQUET_OPTIONS["write_statistics"]) + list(statistics))
     try:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        with pq.ParquetWriter(tmp, table.schema, **PARQUET_OPTIONS) as writer:
+        with pq.ParquetWriter(tmp, table.schema, **options) as writer:
             _injected_failure(path)
-            writer.write_table(table, row_group_size=row_group_rows)
+            if not row_group_sizes:
+                writer.write_table(table, row_group_size=row_group_rows)
+            start = 0
+            for size in row_group_sizes or ():
+                writer.write_table(table.slice(start, size), row_group_size=size)
+                start += size
         _fsync_replace(tmp, path)
     except BaseException as exc:
         _remove_quietly(tmp)

@@ -36,7 +36,6 @@ Artifacts in ``OUT/dedup/``: ``clusters.parquet`` (one row per member of every c
 """
 from __future__ import annotations
 
-import glob
 import json
 import os
 import shutil
@@ -48,6 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from dataclean.audit.tables import sql_list, sql_string
 from dataclean.dedup.minhash import (DEFAULT_SCHEME, _mh_kernels, band_hashes, kernels_enabled, optimal_bands,
                                      shingle_hashes, shingle_text, signatures)
 from dataclean.io.writers import atomic_write_table, write_json_atomic
@@ -56,10 +56,6 @@ from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
 PARAMS_FILE = "minhash_params.json"
 BANDS_DIR = "minhash_bands"  # dedup/minhash_bands/part-TTTTT-NNNNN.parquet: (id, band, h) of the kept documents
 SIGS_DIR = "minhash_signatures"  # dedup/minhash_signatures/part-TTTTT-NNNNN.parquet: (id, sig)
-
-
-def _sql_path(path: str) -> str:
-    return "'" + path.replace("'", "''") + "'"
 
 
 class MinHashDedup(Stage):
@@ -188,7 +184,7 @@ class MinHashDedup(Stage):
         comp = connected_components(len(keys), u, v)  # candidate components: an upper bound of the clusters
         removed, clusters = self._verify_components(ctx, keys, comp, a, b, comp[u])
         if removed:
-            con.execute("INSERT INTO removals SELECT * FROM read_parquet(" + _sql_list(removed) + ")")
+            con.execute("INSERT INTO removals SELECT * FROM read_parquet(" + sql_list(removed) + ")")
         clusters = [pq.read_table(f) for f in clusters]
         self._write_clusters(ctx, pa.concat_tables(clusters) if clusters else None)
         shutil.rmtree(ctx.lay.p("_work", "global", f"nodes-{self.name}"), ignore_errors=True)
@@ -342,12 +338,12 @@ class MinHashDedup(Stage):
             SELECT n.doc_key, o.id AS old_id
             FROM (SELECT doc_key, generate_subscripts(minhash_bands, 1) AS band, unnest(minhash_bands) AS h
                   FROM {view} WHERE minhash_bands IS NOT NULL) n
-            JOIN read_parquet({_sql_path(os.path.join(folder, BANDS_DIR, "*.parquet"))}) o USING (band, h)
+            JOIN read_parquet({sql_string(os.path.join(folder, BANDS_DIR, "*.parquet"))}) o USING (band, h)
             GROUP BY ALL""")
         pairs = con.sql(f"""
             SELECT p.doc_key, p.old_id, n.minhash_sig AS new_sig, s.sig AS old_sig
             FROM mh_old p JOIN {view} n USING (doc_key)
-            JOIN read_parquet({_sql_path(os.path.join(folder, SIGS_DIR, "*.parquet"))}) s ON s.id = p.old_id
+            JOIN read_parquet({sql_string(os.path.join(folder, SIGS_DIR, "*.parquet"))}) s ON s.id = p.old_id
             ORDER BY p.doc_key, p.old_id""").to_arrow_table()
         con.execute("DROP TABLE mh_old")
         if pairs.num_rows == 0:
@@ -439,8 +435,8 @@ def verify_task(spec: VerifySpec) -> dict:
 
     stage = build_stage(spec.stage_spec)
     where = [("comp", ">=", spec.lo), ("comp", "<=", spec.hi)]
-    parts = [pq.ParquetFile(f).read_row_group(rg) for f, rg in spec.rows]  # this chunk's row group of each file
-    nodes = pa.concat_tables(parts).sort_by("doc_key") if parts else None
+    # this chunk's row group of each gathered file (every chunk has candidates, so there is one at least)
+    nodes = pa.concat_tables([pq.ParquetFile(f).read_row_group(rg) for f, rg in spec.rows]).sort_by("doc_key")
     q = nodes.column("quality_score") if "quality_score" in nodes.column_names else pa.nulls(nodes.num_rows, pa.float64())
     text = nodes.column("text") if "text" in nodes.column_names else pa.nulls(nodes.num_rows, pa.string())
     nodes = pa.table({"comp": nodes.column("comp"), "doc_key": nodes.column("doc_key"), "id": nodes.column("id"),
@@ -454,10 +450,6 @@ def verify_task(spec: VerifySpec) -> dict:
     failpoint(f"verify-{spec.chunk}")  # removals written, clusters not yet
     atomic_write_table(clusters, out["clusters"])
     return out
-
-
-def _sql_list(paths: list[str]) -> str:
-    return "[" + ", ".join(_sql_path(p) for p in paths) + "]"
 
 
 def _chunks(comp: np.ndarray, max_nodes: int):
