@@ -1,7 +1,8 @@
 """The Ray executor: the whole pipeline on a local Ray cluster (2 CPUs) gives the local executor's output byte for
 byte, also when a Ray worker is killed mid-task (Ray reruns the task) or the driver is killed (the rerun resumes).
 
-The reference is the session's local run of sample_data with 2 workers (conftest ``sample_run``): four input
+Ray comes with the README's test command (`pip install -e ".[test,ray]"`); without it these tests fail (the
+CLI says `the ray executor needs Ray`), they do not skip. The reference is the session's local run of sample_data with 2 workers (conftest ``sample_run``): four input
 shards, the default pipeline with its global stages (ids, exact and MinHash dedup, quality filter).
 """
 import json
@@ -11,13 +12,10 @@ import subprocess
 import sys
 import time
 
-import pytest
 import yaml
 
 from conftest import SAMPLE, folder_bytes, run_cli
 from test_global_partitions import small_chunks_config
-
-pytest.importorskip("ray")
 
 COMPARED = ("data", "rejected", "stats", "dedup")
 
