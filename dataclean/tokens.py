@@ -40,6 +40,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataclean.text import kernels
+
 BYTES_PER_TOKEN = 4.9         # UTF-8 bytes per token of Latin and other non-CJK text (prose)
 CODE_BYTES_PER_TOKEN = 5.5    # the same for source code (rows whose source is in CODE_SOURCES)
 CJK_CHARS_PER_TOKEN = 1.5     # CJK characters per token
@@ -85,6 +87,8 @@ def _byte_sums(text: pa.Array, table: np.ndarray) -> np.ndarray:
         return out
     data = np.frombuffer(data_buf, np.uint8, offsets[-1] - offsets[0], offsets[0])
     offsets = offsets - offsets[0]
+    if kernels.enabled():  # one compiled pass instead of a gather and a reduceat (same integers)
+        return kernels.byte_sums(data, offsets, table)
     lengths = np.diff(offsets)
     # documents in groups of about _CHUNK_BYTES bytes (a longer document is a group of its own)
     cuts = np.unique(np.searchsorted(offsets, np.arange(0, offsets[-1], _CHUNK_BYTES), side="right") - 1)
@@ -182,7 +186,7 @@ class TokenCounter:
     default) encodes on the calling thread (it sets ``TOKENIZERS_PARALLELISM=false``), which is right when the
     pipeline already runs one worker process per core; N > 1 sets ``TOKENIZERS_PARALLELISM=true`` and, unless
     already set, ``RAYON_NUM_THREADS=N`` (honoured only if the pool has not started in this process, as in a
-    freshly spawned worker); None leaves the library's defaults (a thread per core). Both are process-wide
+    fresh worker process); None leaves the library's defaults (a thread per core). Both are process-wide
     environment variables, which is how the tokenizers library is configured.
 
     A missing or unreadable tokenizer file raises ``ValueError`` naming the path, at construction. The

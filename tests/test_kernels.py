@@ -230,3 +230,77 @@ def test_words_class_shares_the_codes():
     w = words_batch(pa.array(["a b a b a b c", "x y x y"]))
     words = _Words(w)
     assert words.codes.tolist() == [0, 1, 0, 1, 0, 1, 2, 3, 4, 3, 4]
+
+
+# -- the normalize stage ----------------------------------------------------------------------------------------
+
+from dataclean.stages.normalize import Normalize  # noqa: E402
+from dataclean.tokens import estimate_tokens, token_features  # noqa: E402
+
+# what the stage's chain handles one by one: controls (C0, DEL, zero-width, BOM), \r and \r\n, odd spaces,
+# spaces and tabs before newlines, blank-line runs, Arrow whitespace at the ends; and characters a normal form
+# changes or that compose with the one before (combining marks, Hangul jamo, a Tamil vowel sign, singletons,
+# compatibility forms, a CJK compatibility ideograph)
+NORM_TRICKY = list("a é\r\n\t \u00a0\u2009\u202f\u3000\x00\x07\x0b\x0c\x1f\x7f\u200b\u200d\ufeff\u2028\u0085"
+                   "\u0301\u0327\u1100\u1161\u11a8\uac00\u0bc6\u0bbe\u212b\u2126ＡＢ１，。ﬁ①\uf900中文ß") + \
+    ["\r\n", "\n\n\n\n", " \n", "\t\n", "\n \n", "e\u0301", "\u1100\u1161\u11a8", "  ", "\r\r\n"]
+norm_texts = st.lists(st.one_of(st.lists(st.sampled_from(NORM_TRICKY), max_size=40).map("".join),
+                                st.text(max_size=30)), min_size=1, max_size=6)
+NORM_OPTIONS = [dict(), dict(form="NFKC", max_blank_lines=0), dict(form="NFD", remove_controls=False),
+                dict(form="NFKD", fix_spaces=False), dict(form="none", max_blank_lines=5)]
+
+
+@pytest.mark.parametrize("options", NORM_OPTIONS)
+@settings(max_examples=60, deadline=None)
+@given(texts=norm_texts)
+def test_normalize_matches(options, texts):
+    batch = pa.RecordBatch.from_pydict({"text": pa.array(texts, pa.string())})
+    (b_on, d_on), (b_off, d_off) = both(lambda: _stage_outputs(Normalize(**options), batch))
+    assert b_on.schema == b_off.schema
+    for name in b_on.schema.names:
+        assert _same(b_on.column(name), b_off.column(name)), (name, texts, b_on.column(name), b_off.column(name))
+    for x, y in zip(d_on, d_off):
+        assert _same(x, y), texts
+
+
+def test_normalize_examples():
+    texts = pa.array([" Cafe\u0301\u00a0au  lait \r\nnext\x00 line\t\n\n\n\n\nend \u200b", "中文，\u3000全角\r\r\n",
+                      "\ufeff", "e\u0301" * 3 + "\u212b"])
+    batch = pa.RecordBatch.from_pydict({"text": texts})
+    (on, _), (off, _) = both(lambda: _stage_outputs(Normalize(), batch))
+    assert on.equals(off)
+    assert on.column("text").to_pylist() == ["Café au  lait\nnext line\n\n\nend", "中文，\u3000全角", "", "ééé\u00c5"]
+    assert on.column("norm_form_changed").to_pylist() == [True, False, False, True]
+    assert on.column("norm_controls_removed").to_pylist() == [2, 0, 1, 0]
+    assert on.column("norm_spaces_fixed").to_pylist() == [2, 2, 0, 0]
+
+
+def test_norm_table_classes():
+    t = kernels.norm_table()
+    nfc, nfkc, nfd = kernels.NORM_INERT["NFC"], kernels.NORM_INERT["NFKC"], kernels.NORM_INERT["NFD"]
+    for c in "a中，。\u3000ß": assert t[ord(c)] & nfc  # a string of these is in NFC
+    assert t[ord("é")] & nfc and not t[ord("é")] & nfd  # precomposed: NFC's, not NFD's
+    for c in "\u0301\u1161\u11a8\u0bbe\u212b\uf900": assert not t[ord(c)] & nfc  # may compose / singletons
+    assert not t[ord("，")] & nfkc and not t[ord("ﬁ")] & nfkc  # compatibility forms change under NFKC
+    assert t[ord("\u0301")] & nfc == 0 and t[ord("\u0301")] & nfd == 0  # combining class 230
+    for c in "\x00\x1f\x7f\u200b\ufeff": assert t[ord(c)] & kernels.NORM_CONTROL
+    for c in "\t\n\r": assert not t[ord(c)] & kernels.NORM_CONTROL
+    for c in "\u00a0\u2009\u202f": assert t[ord(c)] & kernels.NORM_ODD_SPACE
+    assert not t[ord("\u3000")] & kernels.NORM_ODD_SPACE and t[ord("\u3000")] & kernels.NORM_TRIM
+
+
+def test_normalize_invalid_utf8_falls_back():
+    bad = pa.StringArray.from_buffers(2, pa.py_buffer(np.array([0, 2, 4], np.int32)), pa.py_buffer(b"ab\xff\xfe"))
+    assert kernels.normalize(bad, "NFC", True, True, 2) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=st.lists(st.one_of(st.none(), st.text(max_size=40), st.sampled_from(["中文", "0123 ;;", "ｶ"])),
+                      max_size=8),
+       code=st.lists(st.sampled_from(["web", "code", None]), min_size=8, max_size=8))
+def test_token_estimate_matches(texts, code):
+    arr = pa.array(texts, pa.string())
+    source = pa.array(code[:len(texts)], pa.string())
+    on, off = both(lambda: (estimate_tokens(arr, source, ["code"]), token_features(arr)))
+    assert on[0].equals(off[0])
+    assert all(np.array_equal(on[1][k], off[1][k]) for k in on[1])

@@ -8,7 +8,8 @@ and computes exactly what the pyarrow/numpy code next to its caller computes:
 * :func:`map_text` — one pass of per-code-point mapping over UTF-8 text (NFKC of the characters whose form is
   known in any context, lower case, digit folding, deletion, runs of separators to one space, trimming): the
   Arrow chains of ``shingle_text`` and ``content_key_text``, driven by tables computed from Arrow itself
-  (``minhash._build_char_maps``); :func:`needs_nfkc` picks the documents Arrow's NFKC must normalize first;
+  (``minhash._build_char_maps``); :func:`lacking` (``NFKC_INERT | NFKC_MAPPED``) picks the documents Arrow's
+  NFKC must normalize first;
 * :func:`xxh3_64` — xxHash's XXH3 64-bit hash with seed 0 (the default secret), bit for bit
   ``xxhash.xxh3_64_intdigest``, written from the published algorithm;
 * :func:`token_hashes` — the two token streams of a normalized text (words, CJK characters), hashed;
@@ -21,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dataclean.text._kernels_numba import _decode  # (one UTF-8 decoder for every kernel)
+from dataclean.text._kernels_numba import _decode, lacking  # noqa: F401  (one UTF-8 decoder for every kernel)
 
 _U64 = np.uint64
 _U32 = np.uint32
@@ -160,8 +161,9 @@ def map_text(data, offsets, sub_data, sub_offsets, sub_index, lower, classes, nf
 
     Document ``d`` is read from (data, offsets) at ``d``, or, when ``sub_index[d] >= 0``, from (sub_data,
     sub_offsets) at ``sub_index[d]`` (documents normalized by Arrow's NFKC). In MODE_SHINGLE, the others are
-    documents of NFKC_INERT and NFKC_MAPPED characters only (:func:`needs_nfkc` is 0), whose mapped characters
-    are replaced here by their NFKC form: that is their NFKC (see ``minhash._nfkc_tables``).
+    documents of NFKC_INERT and NFKC_MAPPED characters only (:func:`lacking` of ``NFKC_INERT | NFKC_MAPPED`` is
+    0), whose mapped characters are replaced here by their NFKC form: that is their NFKC (see
+    ``minhash._nfkc_tables``).
 
     MODE_SHINGLE (``shingle_text``): NFKC, lower case, then a decimal digit (``\\p{Nd}``) becomes ``0``, a
     format character (``\\p{Cf}``) is deleted, a run of separators becomes one space; spaces at both ends
@@ -185,30 +187,6 @@ def map_text(data, offsets, sub_data, sub_offsets, sub_index, lower, classes, nf
             return o
         out_offsets[d + 1] = o
     return 0
-
-
-@njit(cache=True, nogil=True)
-def needs_nfkc(data, offsets, classes):
-    """Per document: 1 when it holds a character that is neither NFKC_INERT nor NFKC_MAPPED (Arrow's NFKC must
-    normalize it), else 0; -1 at invalid UTF-8."""
-    n = len(offsets) - 1
-    out = np.zeros(n, np.int8)
-    for d in range(n):
-        i = offsets[d]
-        end = offsets[d + 1]
-        while i < end:
-            if data[i] < 0x80:
-                i += 1
-                continue
-            cp, size = _decode(data, i, end)
-            if size == 0:
-                out[d] = -1
-                break
-            if not (classes[cp] & (NFKC_INERT | NFKC_MAPPED)):
-                out[d] = 1
-                break
-            i += size
-    return out
 
 
 # ---------------------------------------------------------------- XXH3, 64 bits, seed 0

@@ -235,11 +235,7 @@ def _build_char_maps() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     from dataclean.dedup import _minhash_numba as k
 
     cps = np.concatenate([np.arange(0, 0xD800), np.arange(0xE000, 0x110000)]).astype(np.uint32)
-    data = cps.astype("<u4").tobytes().decode("utf-32-le").encode("utf-8")
-    lens = np.where(cps < 0x80, 1, np.where(cps < 0x800, 2, np.where(cps < 0x10000, 3, 4))).astype(np.int32)
-    offsets = np.zeros(len(cps) + 1, np.int32)
-    np.cumsum(lens, out=offsets[1:])
-    chars = pa.StringArray.from_buffers(len(cps), pa.py_buffer(offsets), pa.py_buffer(data))
+    chars = _text_kernels._code_point_strings(cps)
     low = pc.utf8_lower(chars)
     if not pc.all(pc.equal(pc.utf8_length(low), 1)).as_py():
         raise ValueError("utf8_lower maps some code point to several")
@@ -285,13 +281,7 @@ def _nfkc_tables(chars: pa.Array, cps: np.ndarray, classes: np.ndarray) -> tuple
 
     nfkc = pc.utf8_normalize(chars, "NFKC")
     same = pc.equal(nfkc, chars).to_numpy(zero_copy_only=False)
-    seconds = set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))
-    for cp in range(0x110000):
-        d = unicodedata.decomposition(chr(cp))
-        if d and not d.startswith("<"):
-            parts = d.split()
-            if len(parts) == 2:
-                seconds.add(int(parts[1], 16))
+    seconds = _text_kernels.composing_seconds()
     for i in np.flatnonzero(same).tolist():
         cp = int(cps[i])
         c = chr(cp)
@@ -349,7 +339,7 @@ def map_text_kernel(texts: pa.Array, mode: int, nfkc: bool = False) -> pa.Array 
     offsets, data = _buffers(texts)
     sub_offsets, sub_data, sub_index = offsets, data, _NO_SUB
     if nfkc:
-        need = k.needs_nfkc(data, offsets, classes)
+        need = k.lacking(data, offsets, classes, k.NFKC_INERT | k.NFKC_MAPPED)
         if (need < 0).any():
             return None
         if need.any():

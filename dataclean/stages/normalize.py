@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, with_columns
+from dataclean.text import kernels
 
 CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x{200b}\x{200c}\x{200d}\x{2060}\x{feff}]"
 ODD_SPACE = r"[\x{00a0}\x{1680}\x{2000}-\x{200a}\x{202f}\x{205f}]"
@@ -51,6 +52,31 @@ class Normalize(Stage):
         text = batch.column("text")
         n = len(text)
         before_len = pc.utf8_length(text)
+        done = None
+        if kernels.enabled() and pa.types.is_string(text.type) and not text.null_count:
+            done = kernels.normalize(text, self.form, self.remove_controls, self.fix_spaces, self.max_blank_lines)
+        if done is not None:  # one compiled pass; Arrow's normal form only where a character may change
+            text, changed, controls, spaces = done
+            form_changed, controls, spaces = pa.array(changed), pa.array(controls), pa.array(spaces)
+        else:
+            text, form_changed, controls, spaces = self._chain(text)
+        after_len = pc.utf8_length(text)
+        out = with_columns(batch, {
+            "text": text,
+            "norm_form_changed": form_changed,
+            "norm_controls_removed": pc.cast(controls, pa.int64()),
+            "norm_spaces_fixed": pc.cast(spaces, pa.int64()),
+            "norm_chars_delta": pc.cast(pc.subtract(before_len, after_len), pa.int64()),
+        })
+        empty = pc.equal(after_len, 0)
+        decisions = Decisions.from_checks(n, [Check("empty", "empty_text", empty, value=0.0, threshold=0.0,
+                                                    detail=None)])
+        return StageResult(out, decisions)
+
+    def _chain(self, text: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
+        """(text, form changed, controls removed, odd spaces and carriage returns) by Arrow's kernels, one
+        pass each; ``kernels.normalize`` computes the same in one compiled pass."""
+        n = len(text)
         if self.form != "none":
             normalized = pc.utf8_normalize(text, self.form)
             form_changed = pc.not_equal(normalized, text)
@@ -71,15 +97,4 @@ class Normalize(Stage):
             keep = "\n" * (self.max_blank_lines + 1)
             text = pc.replace_substring_regex(text, "\n{%d,}" % (self.max_blank_lines + 2), keep)
             text = pc.utf8_trim_whitespace(text)
-        after_len = pc.utf8_length(text)
-        out = with_columns(batch, {
-            "text": text,
-            "norm_form_changed": form_changed,
-            "norm_controls_removed": pc.cast(controls, pa.int64()),
-            "norm_spaces_fixed": pc.cast(spaces, pa.int64()),
-            "norm_chars_delta": pc.cast(pc.subtract(before_len, after_len), pa.int64()),
-        })
-        empty = pc.equal(after_len, 0)
-        decisions = Decisions.from_checks(n, [Check("empty", "empty_text", empty, value=0.0, threshold=0.0,
-                                                    detail=None)])
-        return StageResult(out, decisions)
+        return text, form_changed, controls, spaces

@@ -615,3 +615,159 @@ def ascii_lower_in(data, offsets, set_data, set_offsets):
                 hit[w] = True
                 break
     return hit
+
+
+# -- the normalize stage ----------------------------------------------------------------------------------------
+
+# bits of kernels.norm_table()
+NORM_CONTROL = 16
+NORM_ODD_SPACE = 32
+NORM_TRIM = 64
+
+
+@njit(cache=True, nogil=True)
+def lacking(data, offsets, table, bits):
+    """Per document: 1 when it holds a non-ASCII character with none of ``bits`` in ``table`` (e.g. one a normal
+    form may change: Arrow's utf8_normalize must run on the document), else 0; -1 at invalid UTF-8."""
+    n = len(offsets) - 1
+    out = np.zeros(n, np.int8)
+    for d in range(n):
+        i = offsets[d]
+        end = offsets[d + 1]
+        while i < end:
+            if data[i] < 0x80:
+                i += 1
+                continue
+            cp, size = _decode(data, i, end)
+            if size == 0:
+                out[d] = -1
+                break
+            if not (table[cp] & bits):
+                out[d] = 1
+                break
+            i += size
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _newline(out, start, o, keep):
+    """Write a newline at out[o] as the regex chain would leave it: spaces and tabs before it are dropped
+    (``[ \\t]+\\n``), and a run of newlines is cut to ``keep`` (``\\n{keep+1,}``). Returns the new end."""
+    while o > start and (out[o - 1] == 32 or out[o - 1] == 9):
+        o -= 1
+    run = 0
+    while run < keep and o - run > start and out[o - 1 - run] == 10:
+        run += 1
+    if run < keep:
+        out[o] = 10
+        o += 1
+    return o
+
+
+@njit(cache=True, nogil=True)
+def _norm_one(src, i, end, table, remove_controls, fix_spaces, keep, out, o, d, controls, spaces):
+    start = o
+    after_cr = False
+    nc = 0
+    ns = 0
+    while i < end:
+        b = src[i]
+        if b < 0x80:
+            cp = np.int64(b)
+            size = 1
+        else:
+            cp, size = _decode(src, i, end)
+            if size == 0:
+                return -1
+        bits = table[cp]
+        if remove_controls and (bits & NORM_CONTROL):
+            nc += 1
+            i += size
+            continue
+        if fix_spaces:
+            if cp == 13:
+                ns += 1
+                o = _newline(out, start, o, keep)
+                after_cr = True
+                i += 1
+                continue
+            if cp == 10:
+                if not after_cr:
+                    o = _newline(out, start, o, keep)
+                after_cr = False
+                i += 1
+                continue
+            after_cr = False
+            if bits & NORM_ODD_SPACE:
+                ns += 1
+                out[o] = 32
+                o += 1
+                i += size
+                continue
+        for j in range(size):
+            out[o + j] = src[i + j]
+        o += size
+        i += size
+    if fix_spaces:  # Arrow's utf8_trim_whitespace
+        a = start
+        while a < o:
+            cp, size = _decode(out, a, o)
+            if not (table[cp] & NORM_TRIM):
+                break
+            a += size
+        z = o
+        while z > a:
+            j = z - 1
+            while j > a and (out[j] & 0xC0) == 0x80:
+                j -= 1
+            cp, size = _decode(out, j, z)
+            if not (table[cp] & NORM_TRIM):
+                break
+            z = j
+        if a > start:
+            for j in range(z - a):
+                out[start + j] = out[a + j]
+        o = start + (z - a)
+    controls[d] = nc
+    spaces[d] = ns
+    return o
+
+
+@njit(cache=True, nogil=True)
+def norm_clean(data, offsets, sub_data, sub_offsets, sub_index, table, remove_controls, fix_spaces, keep, out,
+               out_offsets, controls, spaces):
+    """The normalize stage's chain after the Unicode normal form, in one pass per document: control characters
+    removed (``remove_controls``); then (``fix_spaces``) ``\\r\\n`` and ``\\r`` to ``\\n``, odd spaces to a space,
+    spaces and tabs before a newline dropped, runs of newlines cut to ``keep``, Arrow whitespace trimmed from both
+    ends. Fills ``out`` / ``out_offsets`` and the per-document counts of controls removed and of odd spaces plus
+    carriage returns (what the regex chain counts). Document ``d`` is read from (sub_data, sub_offsets) at
+    ``sub_index[d]`` when that is >= 0 (documents Arrow normalized), else from (data, offsets). Returns 0, or
+    -1 at invalid UTF-8. ``out`` must hold the bytes of every document read."""
+    n = len(offsets) - 1
+    o = 0
+    out_offsets[0] = 0
+    for d in range(n):
+        s = sub_index[d] if len(sub_index) else -1
+        if s >= 0:
+            o = _norm_one(sub_data, sub_offsets[s], sub_offsets[s + 1], table, remove_controls, fix_spaces, keep,
+                          out, o, d, controls, spaces)
+        else:
+            o = _norm_one(data, offsets[d], offsets[d + 1], table, remove_controls, fix_spaces, keep, out, o, d,
+                          controls, spaces)
+        if o < 0:
+            return -1
+        out_offsets[d + 1] = o
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def byte_sums(data, offsets, table):
+    """Per document, the sum of ``table[b]`` over its bytes ``b`` (int64)."""
+    n = len(offsets) - 1
+    out = np.zeros(n, np.int64)
+    for d in range(n):
+        s = np.int64(0)
+        for i in range(offsets[d], offsets[d + 1]):
+            s += table[data[i]]
+        out[d] = s
+    return out

@@ -109,15 +109,21 @@ SPACE = 32  # whitespace for Arrow's utf8_trim_whitespace
 
 def char_table() -> np.ndarray:
     """uint8 per code point (0..0x10FFFF): the bits above, computed with Arrow's RE2 (cached per process)."""
-    table = _state.get("table")
+    return _cached_table("table", f"chartable-v2-pyarrow-{pa.__version__}.npy", _char_table)
+
+
+def _cached_table(key: str, file_name: str, build) -> np.ndarray:
+    """A uint8 table per code point: this process's, else the one on disk next to the numba cache, else
+    ``build()`` (then saved there)."""
+    table = _state.get(key)
     if table is None:
-        path = os.path.join(_cache_dir(), f"chartable-v2-pyarrow-{pa.__version__}.npy")
+        path = os.path.join(_cache_dir(), file_name)
         try:
             table = np.load(path)
         except (OSError, ValueError):
             table = None
         if table is None or table.shape != (0x110000,) or table.dtype != np.uint8:
-            table = _char_table()
+            table = build()
             try:  # (written whole, then renamed: a concurrent reader sees the old file or the new one)
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 tmp = f"{path}.{os.getpid()}.tmp"
@@ -126,7 +132,7 @@ def char_table() -> np.ndarray:
                 os.replace(tmp, path)
             except OSError:
                 pass
-        _state["table"] = table
+        _state[key] = table
     return table
 
 
@@ -134,11 +140,7 @@ def _char_table() -> np.ndarray:
     """The table of :func:`char_table`: every code point matched against the tokenizer's classes by RE2."""
     from dataclean.text.tokenize import HAN, HIRAGANA, KATAKANA
     cps = np.concatenate([np.arange(0, 0xD800), np.arange(0xE000, 0x110000)]).astype(np.uint32)
-    data = cps.astype("<u4").tobytes().decode("utf-32-le").encode("utf-8")
-    lens = np.where(cps < 0x80, 1, np.where(cps < 0x800, 2, np.where(cps < 0x10000, 3, 4))).astype(np.int32)
-    offsets = np.zeros(len(cps) + 1, np.int32)
-    np.cumsum(lens, out=offsets[1:])
-    chars = pa.StringArray.from_buffers(len(cps), pa.py_buffer(offsets), pa.py_buffer(data))
+    chars = _code_point_strings(cps)
 
     def match(pattern: str) -> np.ndarray:
         return pc.match_substring_regex(chars, pattern).to_numpy(zero_copy_only=False)
@@ -154,6 +156,82 @@ def _char_table() -> np.ndarray:
     table = np.zeros(0x110000, np.uint8)
     table[cps] = bits
     return table
+
+
+# -- the normalize stage's table ------------------------------------------------------------------------------
+
+#: Bits of :func:`norm_table`: the Unicode normal forms that leave a character inert (a string of such characters
+#: is already in that form), and the classes of the normalize stage's regexes.
+NORM_INERT = {"NFC": 1, "NFD": 2, "NFKC": 4, "NFKD": 8}
+NORM_CONTROL = 16  # normalize.CONTROL
+NORM_ODD_SPACE = 32  # normalize.ODD_SPACE
+NORM_TRIM = 64  # whitespace for Arrow's utf8_trim_whitespace
+
+
+def norm_table() -> np.ndarray:
+    """uint8 per code point (0..0x10FFFF): the bits above (cached per process and on disk, like
+    :func:`char_table`)."""
+    import unicodedata
+
+    return _cached_table("norm", f"normtable-v1-pyarrow-{pa.__version__}-ucd-{unicodedata.unidata_version}.npy",
+                         _norm_table)
+
+
+def _norm_table() -> np.ndarray:
+    """The table of :func:`norm_table`. Inert in a form: by the quick check of UAX #15 (a string whose characters
+    are all Quick_Check=Yes with canonical combining class 0 is in that form), a character qualifies when Arrow's
+    normalization (utf8proc) and Python's leave it alone, its combining class is 0, it is assigned in Python's
+    Unicode version (so the stability policy makes the two versions agree), and, for the composing forms (NFC,
+    NFKC), it is not the second character of a two-character canonical decomposition nor a Hangul vowel or
+    trailing consonant jamo (the characters that may compose with the one before: Quick_Check=Maybe). The regex
+    classes are read from Arrow's RE2, like :func:`char_table`'s."""
+    import unicodedata
+
+    from dataclean.stages.normalize import CONTROL, ODD_SPACE
+    cps = np.concatenate([np.arange(0, 0xD800), np.arange(0xE000, 0x110000)]).astype(np.uint32)
+    chars = _code_point_strings(cps)
+    bits = np.zeros(len(cps), np.uint8)
+    bits[pc.match_substring_regex(chars, f"^{CONTROL}$").to_numpy(zero_copy_only=False)] |= NORM_CONTROL
+    bits[pc.match_substring_regex(chars, f"^{ODD_SPACE}$").to_numpy(zero_copy_only=False)] |= NORM_ODD_SPACE
+    bits[pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(chars)), 0).to_numpy(zero_copy_only=False)] |= NORM_TRIM
+    seconds = composing_seconds()
+    settled = np.array([cp < 0x80 or (unicodedata.combining(chr(cp)) == 0 and unicodedata.category(chr(cp)) != "Cn")
+                        for cp in cps.tolist()])
+    for form, bit in NORM_INERT.items():
+        same = pc.equal(pc.utf8_normalize(chars, form), chars).to_numpy(zero_copy_only=False) & settled
+        for i in np.flatnonzero(same).tolist():
+            cp = int(cps[i])
+            c = chr(cp)
+            if cp < 0x80 or (unicodedata.normalize(form, c) == c and not (form in ("NFC", "NFKC") and cp in seconds)):
+                bits[i] |= bit
+    table = np.zeros(0x110000, np.uint8)
+    table[cps] = bits
+    return table
+
+
+def composing_seconds() -> set[int]:
+    """The code points that may compose with the one before them (Quick_Check=Maybe of the composing forms), by
+    Python's Unicode data: the second character of every two-character canonical decomposition, and the Hangul
+    vowel and trailing consonant jamo."""
+    import unicodedata
+
+    seconds = set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))
+    for cp in range(0x110000):
+        d = unicodedata.decomposition(chr(cp))
+        if d and not d.startswith("<"):
+            parts = d.split()
+            if len(parts) == 2:
+                seconds.add(int(parts[1], 16))
+    return seconds
+
+
+def _code_point_strings(cps: np.ndarray) -> pa.Array:
+    """A ``string`` array of one character per code point of ``cps`` (no surrogates)."""
+    data = cps.astype("<u4").tobytes().decode("utf-32-le").encode("utf-8")
+    lens = np.where(cps < 0x80, 1, np.where(cps < 0x800, 2, np.where(cps < 0x10000, 3, 4))).astype(np.int32)
+    offsets = np.zeros(len(cps) + 1, np.int32)
+    np.cumsum(lens, out=offsets[1:])
+    return pa.StringArray.from_buffers(len(cps), pa.py_buffer(offsets), pa.py_buffer(data))
 
 
 # -- helpers over Arrow buffers -----------------------------------------------------------------------------
@@ -242,6 +320,49 @@ def ascii_lower_in(strings: pa.Array, values: list[str]) -> np.ndarray:
     return _kernels().ascii_lower_in(data, offsets, set_data, set_offsets)
 
 
+def normalize(texts: pa.Array, form: str, remove_controls: bool, fix_spaces: bool, max_blank_lines: int):
+    """The normalize stage's text and counts for a ``string`` array without nulls: (text, form changed (bool),
+    controls removed, odd spaces and carriage returns, both int64 numpy arrays), as its regex chain computes
+    them; None when some text is not valid UTF-8 (the caller runs the chain). Arrow's ``utf8_normalize`` runs
+    only on the documents holding a character the form may change (:func:`norm_table`)."""
+    k = _kernels()
+    table = norm_table()
+    offsets, data = _string_buffers(texts)
+    n = len(texts)
+    sub_offsets, sub_data, sub_index = offsets, data, np.zeros(0, np.int64)
+    changed = np.zeros(n, bool)
+    if form != "none":
+        need = k.lacking(data, offsets, table, NORM_INERT[form])
+        if (need < 0).any():
+            return None
+        if need.any():
+            pick = pa.array(need > 0)
+            before = texts.filter(pick)
+            sub = pc.utf8_normalize(before, form)
+            changed[need > 0] = pc.not_equal(sub, before).to_numpy(zero_copy_only=False)
+            sub_offsets, sub_data = _string_buffers(sub)
+            sub_index = np.where(need > 0, np.cumsum(need, dtype=np.int64) - 1, -1)
+    out = np.empty(int(offsets[-1] - offsets[0]) + (int(sub_offsets[-1] - sub_offsets[0]) if len(sub_index) else 0)
+                   + 1, np.uint8)
+    out_offsets = np.empty(n + 1, np.int64)
+    controls = np.zeros(n, np.int64)
+    spaces = np.zeros(n, np.int64)
+    if k.norm_clean(data, offsets, sub_data, sub_offsets, sub_index, table, bool(remove_controls), bool(fix_spaces),
+                    int(max_blank_lines) + 1, out, out_offsets, controls, spaces) != 0:
+        return None
+    if out_offsets[-1] >= 1 << 31:
+        return None
+    text = pa.StringArray.from_buffers(n, pa.py_buffer(out_offsets.astype(np.int32)),
+                                       pa.py_buffer(out[:out_offsets[-1]]))
+    return text, changed, controls, spaces
+
+
+def byte_sums(data: np.ndarray, offsets: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Per document (``offsets``, int64, n + 1, into the bytes ``data``): the sum of ``table[b]`` over its bytes
+    (int64), what ``dataclean.tokens`` computes with numpy."""
+    return _kernels().byte_sums(data, offsets, table)
+
+
 def warm_up() -> bool:
     """Compile (first run) or load (later runs) every kernel now, with the argument types the stages use, so
     that a benchmark or a CI job does not pay the compilation inside what it measures
@@ -257,6 +378,7 @@ def warm_up() -> bool:
     flat = words(texts).flatten()
     word_props(flat)
     ascii_lower_in(flat, ["the", "的"])
+    normalize(pa.array(["a\u0301 b\r\n", "中文"], pa.string()), "NFC", True, True, 2)
     ngram_signals(np.zeros(4, np.int32), np.ones(4, np.int64), np.array([0, 4]), (2, 3, 4), (5, 6, 7, 8, 9, 10))
     return True
 
