@@ -197,6 +197,26 @@ def test_parquet_text_column_of_other_string_types(tmp_path, column):
                                doc(path, 1, f"{path}#1", "b", meta='{"tag": "b"}')]
 
 
+META_STRINGS = ['plain', 'quote " and \\ backslash', "new\nline\ttab\r", "\x00\x01\x1f\x7f", "中文 é \u2028", "", None]
+
+
+def test_parquet_metadata_of_plain_columns_is_what_json_writes(tmp_path):
+    """Text, integer, boolean and all-null columns are turned into JSON by Arrow kernels: the same text as
+    json.dumps (sorted keys, escapes, ensure_ascii=False), in every row."""
+    n = len(META_STRINGS)
+    cols = {"text": ["doc"] * n, "s": META_STRINGS, "z\"q": META_STRINGS[::-1],
+            "i": pa.array([0, -3, 2 ** 40, None, 7, 8, 9], pa.int64()), "u": pa.array(range(n), pa.uint8()),
+            "b": [True, False, None, True, False, None, True], "nothing": pa.nulls(n),
+            "big": pa.array(META_STRINGS, pa.large_string())}
+    path = write_parquet(tmp_path / "plain.parquet", cols)
+    meta = [d["meta"] for d in read(path).docs]
+    rows = pa.table(cols).drop_columns(["text"]).to_pylist()
+    assert meta == [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in rows]
+    assert meta[1] == ('{"b": false, "big": "quote \\" and \\\\ backslash", "i": -3, "nothing": null, '
+                       '"s": "quote \\" and \\\\ backslash", "u": 1, "z\\"q": ""}')
+    assert json.loads(meta[3])["s"] == "\x00\x01\x1f\x7f"
+
+
 def test_parquet_binary_metadata_is_written_with_escapes(tmp_path):
     path = write_parquet(tmp_path / "bin.parquet", {"text": ["a"], "blob": pa.array([b"ok\xff"], pa.binary())})
     assert read(path).docs[0]["meta"] == '{"blob": "ok\\\\xff"}'

@@ -231,6 +231,43 @@ def _meta_json(values: list[dict]) -> pa.Array:
         return pa.array([_safe_meta(v) for v in values], pa.string())
 
 
+_JSON_CONTROL = r"[\x00-\x1f]"
+
+
+def _meta_json_columns(batch: pa.RecordBatch) -> pa.Array:
+    """:func:`_meta_json` of the rows of ``batch`` (the unmapped columns of a Parquet batch), built with Arrow
+    kernels when every column is text, integer, boolean or all null (what ``json.dumps`` writes for those is
+    plain: the digits, ``true`` / ``false``, ``null``, and strings with ``\\`` and ``"`` escaped — a string with a
+    control character, which json escapes by name or as ``\\u00XX``, is written by json itself); in Python
+    otherwise."""
+    names = batch.schema.names
+    n = batch.num_rows
+    if n == 0 or len(set(names)) != len(names):
+        return _meta_json(batch.to_pylist())
+    parts: list = []
+    for name in sorted(names):
+        col = batch.column(name)
+        t = col.type
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            col = col.cast(pa.string()) if pa.types.is_large_string(t) else col
+            value = pc.replace_substring(pc.replace_substring(col, "\\", "\\\\"), '"', '\\"')
+            value = pc.binary_join_element_wise('"', value, '"', "")
+            controls = pc.fill_null(pc.match_substring_regex(col, _JSON_CONTROL), False)
+            if pc.any(controls).as_py():
+                by_json = pa.array([json.dumps(v, ensure_ascii=False) for v in col.filter(controls).to_pylist()],
+                                   value.type)
+                value = pc.replace_with_mask(value, controls, by_json)
+        elif pa.types.is_integer(t) or pa.types.is_boolean(t):
+            value = pc.cast(col, pa.string())
+        elif pa.types.is_null(t):
+            value = pa.nulls(n, pa.string())
+        else:
+            return _meta_json(batch.to_pylist())
+        value = pc.fill_null(value, "null") if value.null_count else value
+        parts += [", " if parts else "{", json.dumps(name, ensure_ascii=False) + ": ", value]
+    return pc.cast(pc.binary_join_element_wise(*parts, "}", ""), pa.string())
+
+
 def _safe_meta(meta: dict) -> str | None:
     """One record's meta JSON when the fast path failed: lone surrogates (from ``\\ud800`` escapes) are kept
     as escapes; a value that cannot be serialized at all becomes ``{"_unserializable": true}``."""
@@ -327,7 +364,7 @@ def _parquet_chunk(path: str, file_index: int, batch: pa.RecordBatch, row0: int,
     text = batch.column(mapping.text)
     if not pa.types.is_string(text.type):  # large_string, or a non-string column with every row bad
         text = text.cast(pa.string()) if _is_text_type(text.type) else pa.array([], pa.string())
-    metas = _meta_json(batch.select(other).to_pylist()) if other else None
+    metas = _meta_json_columns(batch.select(other)) if other else None
 
     def column(name):
         return batch.column(name) if name and name in batch.schema.names else None
