@@ -90,8 +90,7 @@ def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerpr
     if doc_files:
         run_reduce_tasks(lay, cfg, pipeline, fingerprint, tasks, executor)
     if after_reduce is not None:
-        after_reduce()
-        executor = None  # the workers are gone: map tasks (small) run here
+        after_reduce()  # (a local executor starts new workers when a stage's map tasks need them)
     con = connect(cfg, lay)
     os.makedirs(os.path.dirname(lay.removals), exist_ok=True)
     con.execute("CREATE TABLE removals (doc_key BIGINT, stage VARCHAR, rule VARCHAR, reason VARCHAR, "

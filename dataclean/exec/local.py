@@ -5,8 +5,41 @@ Results come back in task order whatever order tasks finish in, so nothing downs
 from __future__ import annotations
 
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Sequence
+
+
+PRELOAD = "dataclean.exec.preload"
+
+
+def _context():
+    """Workers are forked from a fork server that imported :mod:`dataclean.exec.preload` (task modules, compiled
+    kernels) once: they inherit no DuckDB connection, thread or file of the driver, as spawned workers would,
+    and start in milliseconds instead of ~0.7 s. Where there is no fork (Windows, macOS's default), spawn."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([PRELOAD])  # (no effect once the server runs: then it keeps what it has)
+    return ctx
+
+
+def prestart(workers: int) -> None:
+    """Start the fork server now (it loads :mod:`dataclean.exec.preload` while the caller goes on) when a pool of
+    ``workers`` will be needed."""
+    if workers > 1 and "forkserver" in multiprocessing.get_all_start_methods():
+        from multiprocessing import forkserver
+
+        _context()
+        forkserver.ensure_running()
+
+
+def _set_environ(environ: dict) -> None:
+    """A worker's environment is the driver's when its pool starts (the fork server's is the driver's when the
+    server started): ``DATACLEAN_*`` switches and failpoints set later by the caller reach the workers."""
+    for key in set(os.environ) - set(environ):
+        del os.environ[key]
+    os.environ.update(environ)
 
 
 class LocalExecutor:
@@ -41,8 +74,8 @@ class LocalExecutor:
 
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            # spawn: workers must not inherit DuckDB or thread state from the driver.
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=_context(),
+                                             initializer=_set_environ, initargs=(dict(os.environ),))
         return self._pool
 
     def close(self) -> None:

@@ -21,7 +21,7 @@ from dataclean.config import ConfigError, config_hash, resolve_config, rules_dir
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.global_step import global_step
 from dataclean.exec.layout import OWNED_ENTRIES, Layout
-from dataclean.exec.local import LocalExecutor
+from dataclean.exec.local import LocalExecutor, prestart
 from dataclean.exec.shuffle import clear_candidates
 from dataclean.exec.tasks import TaskSpec, load_marker, pass1_task, pass2_task, pipeline_for
 from dataclean.io import fs as iofs
@@ -260,6 +260,8 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
     manifest.json and report.html at the end, each file whole or not at all.
     """
     started = time.time()
+    if executor in (None, "local"):
+        prestart(workers)  # the workers' fork server imports and loads the kernels while this process plans
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
     cfg = config if isinstance(config, dict) and "pipeline" in config and not overrides else \

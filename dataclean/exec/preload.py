@@ -1,0 +1,33 @@
+"""What the local executor's fork server imports once, before it forks a worker per pool slot.
+
+The local executor's workers are forked from a fork server (``multiprocessing``'s ``forkserver`` start
+method), a clean process started by the driver that holds no DuckDB connection, no thread of the driver and no
+open output file, so workers are as independent of the driver as spawned ones. What a spawned worker paid at
+each start — importing dataclean's task modules (~0.25 s of CPU) and loading the compiled kernels from numba's
+disk cache (~0.45 s: importing numba and setting up LLVM) — the fork server pays once per driver process, and
+every worker of every pool the run starts (pass 1, the global step's tasks, pass 2) begins with it done.
+
+Nothing here runs an Arrow compute kernel (the fork server starts no thread pool of its own), and each kernel
+is loaded only once the first call of a worker needs it: warming them all up here was measured slower (the
+server is ready later, and the workers gained nothing measurable).
+"""
+from __future__ import annotations
+
+import dataclean.exec.aggregate  # noqa: F401  (the task functions a worker unpickles)
+import dataclean.exec.shuffle  # noqa: F401
+import dataclean.exec.tasks  # noqa: F401
+import dataclean.stages.dedup_minhash  # noqa: F401
+
+
+def _load_kernels() -> None:
+    from dataclean.text import kernels
+
+    if kernels.switched_off():
+        return
+    from dataclean.dedup import minhash
+
+    kernels.enabled()  # the rule stages' kernels
+    minhash.kernels_enabled()  # the MinHash kernels and their character tables
+
+
+_load_kernels()

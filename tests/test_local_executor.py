@@ -1,0 +1,65 @@
+"""The local executor: workers forked from a fork server that preloaded dataclean, with the driver's environment
+as it is when a pool starts; and the writers' per-column compression."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dataclean.exec import local
+from dataclean.exec.local import LocalExecutor
+from dataclean.io.writers import ShardWriter, parquet_options
+
+
+def _probe(name: str) -> tuple[int, str | None, bool]:
+    import sys
+    return os.getpid(), os.environ.get(name), "dataclean.exec.tasks" in sys.modules
+
+
+def test_workers_see_the_environment_of_the_driver_when_their_pool_starts(monkeypatch):
+    local.prestart(2)  # the fork server runs from here on, with the environment of this moment
+    monkeypatch.setenv("DATACLEAN_TEST_PROBE", "first")
+    ex = LocalExecutor(2)
+    try:
+        got = ex.map(_probe, ["DATACLEAN_TEST_PROBE"] * 4)
+        assert [g[1] for g in got] == ["first"] * 4
+        assert all(g[2] for g in got)  # preloaded: the task modules are there before any task ran
+        assert os.getpid() not in {g[0] for g in got}
+        ex.close()
+        monkeypatch.setenv("DATACLEAN_TEST_PROBE", "second")  # a new pool (pass 2 after the global step)
+        assert [g[1] for g in ex.map(_probe, ["DATACLEAN_TEST_PROBE"] * 2)] == ["second"] * 2
+        monkeypatch.delenv("DATACLEAN_TEST_PROBE")
+        ex.close()
+        assert [g[1] for g in ex.map(_probe, ["DATACLEAN_TEST_PROBE"] * 2)] == [None, None]
+    finally:
+        ex.close()
+
+
+@pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(), reason="no fork on this platform")
+def test_pool_uses_the_fork_server():
+    ctx = local._context()
+    assert ctx.get_start_method() == "forkserver"
+
+
+def test_hash_columns_are_stored_uncompressed(tmp_path):
+    schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("content_hash", pa.binary(16)),
+                        ("h", pa.uint64()), ("sig", pa.list_(pa.uint32())), ("bands", pa.list_(pa.uint64())),
+                        ("n", pa.int64())])
+    opts = parquet_options(schema, level=1)
+    assert opts["compression"] == {"id": "zstd", "text": "zstd", "content_hash": "none", "h": "none", "sig": "none",
+                                   "bands": "none", "n": "zstd"}
+    assert opts["compression_level"] == {"id": 1, "text": 1, "n": 1}
+    assert parquet_options(pa.schema([("text", pa.string())]))["compression"] == "zstd"
+    w = ShardWriter(str(tmp_path), "part", schema, level=1)
+    w.write(pa.table({"id": ["a"], "text": ["hello"], "content_hash": pa.array([b"0123456789abcdef"], pa.binary(16)),
+                      "h": pa.array([2 ** 63], pa.uint64()), "sig": pa.array([[1, 2]], pa.list_(pa.uint32())),
+                      "bands": pa.array([[3]], pa.list_(pa.uint64())), "n": [1]}, schema=schema))
+    path, = w.commit()
+    rg = pq.ParquetFile(path).metadata.row_group(0)
+    codecs = {rg.column(i).path_in_schema.split(".")[0]: rg.column(i).compression for i in range(rg.num_columns)}
+    assert codecs == {"id": "ZSTD", "text": "ZSTD", "content_hash": "UNCOMPRESSED", "h": "UNCOMPRESSED",
+                      "sig": "UNCOMPRESSED", "bands": "UNCOMPRESSED", "n": "ZSTD"}
+    assert pq.read_table(path).to_pylist()[0]["sig"] == [1, 2]
