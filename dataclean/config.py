@@ -29,10 +29,14 @@ def rules_dir() -> Path:
     raise ConfigError("cannot find the default rules folder (rules/default.yaml)")
 
 
+#: libyaml's safe loader where PyYAML was built with it (its wheels are): the same documents, ~5x faster to parse
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_yaml(path: str | os.PathLike) -> dict:
     try:
         with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+            data = yaml.load(fh, Loader=_YAML_LOADER)
     except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:

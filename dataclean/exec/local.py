@@ -4,6 +4,7 @@ Results come back in task order whatever order tasks finish in, so nothing downs
 """
 from __future__ import annotations
 
+import atexit
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -21,7 +22,26 @@ def _context():
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload([PRELOAD])  # (no effect once the server runs: then it keeps what it has)
+    if not _state.get("atexit"):
+        atexit.register(_stop_fork_server)
+        _state["atexit"] = True
     return ctx
+
+
+_state: dict = {}
+
+
+def _stop_fork_server() -> None:
+    """At exit: stop the fork server and wait for it (as for any child: nothing is left behind, and the CPU time
+    of the workers it reaped is counted in this process's children's, where ``time`` and benchmarks look)."""
+    from multiprocessing import forkserver
+
+    stop = getattr(getattr(forkserver, "_forkserver", None), "_stop", None)
+    if stop is not None:
+        try:
+            stop()
+        except OSError:
+            pass
 
 
 def prestart(workers: int) -> None:
