@@ -20,7 +20,10 @@ speed  On the same bench shards, alternating the sides per repetition:
 
   Prints docs/s, MB/s, median wall/CPU s and peak memory per side, the speed-up in docs/s (the project's goal
   is >= 20x) and the documents each removed (datatrove: ``dropped`` of MinhashDedupFilter in its stats;
-  dataclean: ``removed_by_rule`` of ``OUT/stats/summary.json``: exact + near duplicates).
+  dataclean: ``removed_by_rule`` of ``OUT/stats/summary.json``: exact + near duplicates). Time comes from the
+  ``--reps`` runs, which sample no memory; the peak memory from ``--memory-reps`` further runs per side (default
+  1), sampled every ``--interval`` s: reading every process's smaps_rollup every 20 ms costs this 2-core
+  machine ~20% of its time and slows whichever tool it samples (dataclean 7.9 -> 9.5 s, datatrove 128 -> 152 s).
 
 scale  Tiles the bench corpus with edited copies to N documents (default 100,000 and 1,032,624 = 4 x the
   corpus): the first N/K originals (K = ``--copies``, default 4) each followed by K-1 copies with a few words
@@ -165,10 +168,12 @@ def _dataclean_counts(out: str) -> dict:
 # tables
 # ---------------------------------------------------------------------------------------------------------
 
-def _side_summary(name: str, runs: list, stats) -> dict:
+def _side_summary(name: str, runs: list, stats, mem_runs: list | None = None) -> dict:
+    """Time from ``runs``; memory from ``mem_runs`` when given (runs of their own, sampled), else ``runs``."""
     from _measure import median
 
     ok = [r for r in runs if r.returncode == 0]
+    mem = [r for r in mem_runs if r.returncode == 0] if mem_runs is not None else ok
     walls = [r.wall_s for r in ok]
     wall = median(walls) if walls else float("nan")
     nan = float("nan")
@@ -179,9 +184,9 @@ def _side_summary(name: str, runs: list, stats) -> dict:
         "wall_s_max": max(walls) if walls else nan,
         "docs_per_s": stats.docs / wall if walls else nan,
         "mb_per_s": stats.text_mb / wall if walls else nan,
-        "peak_rss_mib_max": max((r.peak_rss_mib for r in ok), default=nan),
-        "peak_pss_mib_max": max((r.peak_pss_mib for r in ok), default=nan),
-        "maxrss_single_mib_max": max((r.maxrss_single_mib for r in ok), default=nan),
+        "peak_rss_mib_max": max((r.peak_rss_mib for r in mem), default=nan),
+        "peak_pss_mib_max": max((r.peak_pss_mib for r in mem), default=nan),
+        "maxrss_single_mib_max": max((r.maxrss_single_mib for r in mem), default=nan),
         "cpu_s_median": median([r.user_s + r.sys_s for r in ok]) if ok else nan,
     }
 
@@ -247,16 +252,18 @@ def run_speed(a, files: list[str], problems: list[str]) -> dict:
     dc_cmd = _dataclean_cmd() + ["run", *files, "-o", dc_out, "--workers", str(a.workers), "--quiet", "--fresh",
                                  "--config", os.path.abspath(a.config)]
     dt_cmd = [a.datatrove_python, dt_script, dt_in, dt_work, dt_out, dt_logs, str(len(files)), str(a.workers)]
-    runs: dict[str, list] = {"dataclean": [], "datatrove": []}
+    runs: dict[str, list] = {"dataclean": [], "datatrove": []}  # timed (no memory sampling)
+    mem_runs: dict[str, list] = {"dataclean": [], "datatrove": []}  # memory sampled every --interval s
     counts: dict[str, list] = {"dataclean": [], "datatrove": []}
 
-    def run_side(name: str, rep: int) -> None:
+    def run_side(name: str, rep: int, sampled: bool = False) -> None:
+        interval = a.interval if sampled else None
         if name == "datatrove":  # its executor skips tasks already completed in logging_dir
             for d in (dt_work, dt_out, dt_logs):
                 shutil.rmtree(d, ignore_errors=True)
-            m = measure(dt_cmd, cwd=tmp_root, env=_dt_env(), interval=a.interval)
+            m = measure(dt_cmd, cwd=tmp_root, env=_dt_env(), interval=interval)
         else:
-            m = measure(dc_cmd, cwd=REPO, interval=a.interval)
+            m = measure(dc_cmd, cwd=REPO, interval=interval)
         c = None
         if m.returncode == 0:
             try:
@@ -279,12 +286,15 @@ def run_speed(a, files: list[str], problems: list[str]) -> dict:
             problems.append(f"speed rep {rep}: {name} exited {m.returncode}: {m.stderr.strip()[-2000:]}")
         m.extra["output_bytes"] = _du(dt_out if name == "datatrove" else os.path.join(dc_out, "data"))
         m.extra["loadavg_after"] = list(os.getloadavg())
-        runs[name].append(m)
+        m.extra["memory_sampled"] = sampled
+        (mem_runs if sampled else runs)[name].append(m)
         counts[name].append(c)
-        print(f"  rep {rep} {name:<9} wall {m.wall_s:7.2f} s  CPU {m.user_s + m.sys_s:7.2f} s  "
-              f"peak RSS {m.peak_rss_mib:7.0f} MiB  PSS {m.peak_pss_mib:7.0f} MiB  procs {m.peak_procs}  "
-              f"removed {c['removed'] if c else '?'}  load {m.extra['loadavg_after'][0]:.1f}  rc {m.returncode}"
-              + (f"  phases {m.extra.get('timings_seconds')}" if name == "dataclean" else ""), flush=True)
+        memory = (f"peak RSS {m.peak_rss_mib:7.0f} MiB  PSS {m.peak_pss_mib:7.0f} MiB  procs {m.peak_procs}"
+                  if sampled else "(memory not sampled)")
+        print(f"  {'mem ' if sampled else ''}rep {rep} {name:<9} wall {m.wall_s:7.2f} s  "
+              f"CPU {m.user_s + m.sys_s:7.2f} s  {memory}  removed {c['removed'] if c else '?'}  load {m.extra['loadavg_after'][0]:.1f}  "
+              f"rc {m.returncode}" + (f"  phases {m.extra.get('timings_seconds')}" if name == "dataclean" else ""),
+              flush=True)
 
     # numba compiles the MinHash and rule kernels once per install (cached on disk): done here, not inside a
     # timed rep, as a user's first run after installing pays it once
@@ -295,6 +305,9 @@ def run_speed(a, files: list[str], problems: list[str]) -> dict:
             order = ["dataclean", "datatrove"] if rep % 2 == 0 else ["datatrove", "dataclean"]
             for name in order:
                 run_side(name, rep)
+        for rep in range(a.memory_reps):  # peak memory, in runs of their own: the sampler slows what it samples
+            for name in ("dataclean", "datatrove"):
+                run_side(name, rep, sampled=True)
     finally:
         shutil.rmtree(tmp_root, ignore_errors=True)
 
@@ -304,20 +317,23 @@ def run_speed(a, files: list[str], problems: list[str]) -> dict:
         final[name] = ok[-1] if ok else None
         if any(c["removed"] != ok[0]["removed"] for c in ok[1:]):
             problems.append(f"speed: {name}: removal counts differ between repetitions: {[c['removed'] for c in ok]}")
-    dc = _side_summary("dataclean", runs["dataclean"], stats)
-    dt = _side_summary("datatrove", runs["datatrove"], stats)
+    dc = _side_summary("dataclean", runs["dataclean"], stats, mem_runs["dataclean"])
+    dt = _side_summary("datatrove", runs["datatrove"], stats, mem_runs["datatrove"])
     per_rep = [t.wall_s / d.wall_s for d, t in zip(runs["dataclean"], runs["datatrove"])
                if d.returncode == 0 and t.returncode == 0]
     paired = median(per_rep) if per_rep else float("nan")
     table = _fmt_speed(header, dc, dt, paired, final["dataclean"], final["datatrove"])
     print()
     print(table, flush=True)
-    runs_out = {k: [dict(m.as_dict(), rep=i) for i, m in enumerate(v)] for k, v in runs.items()}
+    runs_out = {k: [dict(m.as_dict(), rep=i) for i, m in enumerate(v)] + [dict(m.as_dict(), rep=f"mem{i}")
+                                                                          for i, m in enumerate(mem_runs[k])]
+                for k, v in runs.items()}
     for side in runs_out.values():  # absolute temp paths and file lists only bloat the JSON
         for r in side:
             r["cmd"] = [os.path.basename(r["cmd"][0]), os.path.basename(r["cmd"][1]), "..."]
     return {
         "settings": {"files": [os.path.basename(f) for f in files], "reps": a.reps, "workers": a.workers,
+                     "memory_reps": a.memory_reps, "sample_interval_s": a.interval,
                      "dataclean_cmd": [os.path.basename(dc_cmd[0]), "run", "<inputs>", "-o", "<tmp>", "--workers",
                                        str(a.workers), "--quiet", "--fresh", "--config",
                                        os.path.relpath(os.path.abspath(a.config), REPO)],
@@ -666,6 +682,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tmp", default=None, help="folder for the outputs and tiles (default: a new temporary folder)")
     ap.add_argument("--json", default=None, help=f"results file (default {JSON_SPEED} / {JSON_SCALE})")
     ap.add_argument("--interval", type=float, default=0.02, help="memory sampling interval, s (default 0.02)")
+    ap.add_argument("--memory-reps", type=int, default=1,
+                    help="speed: sampled runs per side for the peak memory, after the timed reps (default 1; the "
+                         "timed reps sample nothing: the sampler's /proc reads slow both tools by ~20%%)")
     a = ap.parse_args(argv)
     if a.quick:
         a.limit_shards, a.reps = a.limit_shards or 2, 1
