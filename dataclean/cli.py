@@ -8,10 +8,8 @@ from typing import NoReturn
 
 import click
 
-from dataclean.audit.verify import verify as verify_output
-from dataclean.config import ConfigError
-from dataclean.exec.runner import RunError, run as run_pipeline
-from dataclean.io.writers import WriteError
+# (the pipeline's modules are imported inside the commands: ``run`` starts its workers' fork server first, so
+# that the server loads them and the compiled kernels while this process does the same)
 
 
 def _fail(error, code: int) -> NoReturn:
@@ -53,6 +51,14 @@ def main() -> None:
 def run(inputs, output, work_dir, config_path, workers, executor, ray_address, fresh, quiet, text_column, id_column,
         source_column, default_source, dedup_against, mixture) -> None:
     """Clean INPUTS (files, folders or globs of .parquet/.jsonl[.gz|.zst]) into OUTPUT."""
+    if executor == "local":
+        from dataclean.exec.local import prestart
+
+        prestart(workers)
+    from dataclean.config import ConfigError
+    from dataclean.exec.runner import RunError, run as run_pipeline
+    from dataclean.io.writers import WriteError
+
     overrides = {k: v for k, v in {
         "input.columns.text": text_column, "input.columns.id": id_column,
         "input.columns.source": source_column, "input.default_source": default_source,
@@ -90,6 +96,8 @@ def run(inputs, output, work_dir, config_path, workers, executor, ray_address, f
 @click.argument("output", type=click.Path(exists=True, file_okay=False))
 def verify(output) -> None:
     """Check the conservation law and shard integrity of a run's OUTPUT folder."""
+    from dataclean.audit.verify import verify as verify_output
+
     report = verify_output(output)
     if report.ok:
         click.echo(f"ok: {report.input_records} records in = {report.kept} kept + {report.removed} removed; "
@@ -110,6 +118,7 @@ def rules(config_path, fmt) -> None:
     import dataclasses
     import json
 
+    from dataclean.config import ConfigError
     from dataclean.rules_info import describe_rules
 
     try:

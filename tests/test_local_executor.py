@@ -63,3 +63,26 @@ def test_hash_columns_are_stored_uncompressed(tmp_path):
     assert codecs == {"id": "ZSTD", "text": "ZSTD", "content_hash": "UNCOMPRESSED", "h": "UNCOMPRESSED",
                       "sig": "UNCOMPRESSED", "bands": "UNCOMPRESSED", "n": "ZSTD"}
     assert pq.read_table(path).to_pylist()[0]["sig"] == [1, 2]
+
+
+def test_the_fork_server_is_stopped_and_a_driver_keeps_its_exit_code(tmp_path):
+    """The preload module ends the fork server with os._exit (no interpreter teardown to wait for), and only
+    there: a program that imports it keeps its own exit code; the server is gone when the driver's stop returns."""
+    import subprocess
+    import sys
+
+    rc = subprocess.run([sys.executable, "-c", "import dataclean.exec.preload, sys; sys.exit(3)"]).returncode
+    assert rc == 3
+    script = tmp_path / "drive.py"
+    script.write_text("import os\n"
+                      "from multiprocessing import forkserver\n"
+                      "from dataclean.exec.local import LocalExecutor, _stop_fork_server\n"
+                      "def f(x):\n    return x * 2\n"
+                      "if __name__ == '__main__':\n"
+                      "    ex = LocalExecutor(2)\n    assert ex.map(f, [1, 2, 3]) == [2, 4, 6]\n    ex.close()\n"
+                      "    pid = forkserver._forkserver._forkserver_pid\n    _stop_fork_server()\n"
+                      "    print(pid, os.path.exists(f'/proc/{pid}'))\n    raise SystemExit(5)\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 5, out.stderr
+    pid, alive = out.stdout.split()
+    assert int(pid) > 0 and alive == "False"  # stopped and reaped: no orphan left behind
