@@ -165,8 +165,9 @@ def pass2_task(spec: TaskSpec) -> dict:
                        max_bytes=cfg["output"]["shard_max_mb"] << 20,
                        row_group_rows=cfg["output"]["row_group_rows"])
     # per-document artifacts of the kept documents a global stage wants (MinHash bands for --dedup-against)
+    # (shards of as many documents as data/'s: a band file holds a row per band of each)
     kept_writers = [(stage, {name: ShardWriter(os.path.join(lay.dedup, name), prefix, schema,
-                                               max_rows=cfg["output"]["shard_max_rows"])
+                                               max_rows=cfg["output"]["shard_max_rows"] * stage.kept_rows_per_doc[name])
                              for name, schema in stage.kept_schemas.items()})
                     for stage in pipe.global_stages if hasattr(stage, "kept_rows")]
     ledger_parts = []  # removals of the global step; pass 1's ledger files are linked, not rewritten

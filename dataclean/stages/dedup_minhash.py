@@ -402,6 +402,10 @@ class MinHashDedup(Stage):
         SIGS_DIR: pa.schema([("id", pa.string()), ("sig", pa.list_(pa.uint32()))]),
     }
 
+    @property
+    def kept_rows_per_doc(self) -> dict[str, int]:
+        return {BANDS_DIR: self.bands, SIGS_DIR: 1}
+
     def kept_rows(self, batch: pa.RecordBatch) -> dict[str, pa.Table]:
         """Rows of ``dedup/minhash_bands/`` and ``dedup/minhash_signatures/`` for the documents a pass-2 task
         keeps (each task writes its own part files, in input order: no sort on the driver)."""
