@@ -209,9 +209,9 @@ def _fmt_speed(header: str, dc: dict, dt: dict, paired: float, cdc: dict | None,
                f"{_ratio(dt['cpu_s_median'], dc['cpu_s_median']):.1f}x")
     if cdc and cdc.get("timings_seconds"):
         t = cdc["timings_seconds"]
-        out.append("dataclean phases (last rep, s): " + ", ".join(f"{k} {v:.1f}" for k, v in t.items()))
+        out.append("dataclean phases (last timed rep, s): " + ", ".join(f"{k} {v:.1f}" for k, v in t.items()))
     if cdt and cdt.get("stage_time_s_summed_over_tasks"):
-        out.append("datatrove stage time (last rep, s summed over tasks): " + ", ".join(
+        out.append("datatrove stage time (last timed rep, s summed over tasks): " + ", ".join(
             f"{k} {v:.1f}" for k, v in cdt["stage_time_s_summed_over_tasks"].items()))
     out.append(f"reps ok: dataclean {dc['reps_ok']}/{dc['reps']}, datatrove {dt['reps_ok']}/{dt['reps']}")
     return "\n".join(out)
@@ -314,7 +314,8 @@ def run_speed(a, files: list[str], problems: list[str]) -> dict:
     final: dict[str, dict | None] = {}
     for name, cs in counts.items():
         ok = [c for c in cs if c is not None]
-        final[name] = ok[-1] if ok else None
+        timed = [c for c in cs[:len(runs[name])] if c is not None]  # (the memory runs come last)
+        final[name] = timed[-1] if timed else ok[-1] if ok else None
         if any(c["removed"] != ok[0]["removed"] for c in ok[1:]):
             problems.append(f"speed: {name}: removal counts differ between repetitions: {[c['removed'] for c in ok]}")
     dc = _side_summary("dataclean", runs["dataclean"], stats, mem_runs["dataclean"])
