@@ -372,6 +372,17 @@ def test_kernels_equal_the_arrow_and_numpy_code_on_every_kind_of_text():
 
 
 @needs_numba
+def test_kernels_map_every_ascii_byte_as_the_fallback_does():
+    """The kernels' ASCII table (ascii_maps) against the Arrow chains: every ASCII character at the start, in the
+    middle and at the end of a document, next to letters, digits, spaces and CJK."""
+    chars = [chr(b) for b in range(128)]
+    texts = [c for c in chars] + [f"{c}Ab 9{c}中{c}" for c in chars] + [f"x{c}{c} y" for c in chars] + \
+        ["".join(chars), "".join(reversed(chars)), "\x1c\x1f lead", "trail \x1c\x1d", "\x0b\x0c\t\r\n"]
+    on, off = _kernels_on_off(lambda: _all_outputs(texts))
+    _assert_same(on, off)
+
+
+@needs_numba
 def test_kernel_xxh3_64_equals_xxhash_at_every_length_path():
     k = mh._mh_kernels()
     rng = np.random.default_rng(7)

@@ -91,16 +91,34 @@ def _put(cp, lower, classes, mode, out, o, start, pending):
 
 
 @njit(cache=True, nogil=True)
-def _map_one(data, i, end, lower, classes, nfkc_off, nfkc_pool, expand, mode, out, o):
+def _map_one(data, i, end, lower, classes, nfkc_off, nfkc_pool, expand, mode, ascii_map, out, o):
     """Map the document data[i:end] into out[o:]; returns the position after it, -1 at invalid UTF-8, -2 when
     ``out`` is too short.
-    With ``expand``, a NFKC_MAPPED character is first replaced by its NFKC form (nfkc_pool)."""
+    With ``expand``, a NFKC_MAPPED character is first replaced by its NFKC form (nfkc_pool). ``ascii_map`` is
+    this mode's row of :func:`ascii_maps`: what the generic path below does to each ASCII byte, looked up."""
     start = o
     pending = False  # a separator run waits for the next kept character (never emitted at the ends)
     while i < end:
         b = data[i]
         if b < 0x80:
-            cp = np.int64(b)
+            v = ascii_map[b]
+            if v >= 0:  # written (lower-cased, digit folded)
+                i += 1
+                if o + 2 > len(out):
+                    return -2
+                if pending:
+                    out[o] = 32
+                    o += 1
+                    pending = False
+                out[o] = v
+                o += 1
+                continue
+            if v == ASCII_SEPARATOR:
+                i += 1
+                if o > start:
+                    pending = True
+                continue
+            cp = np.int64(b)  # ASCII_GENERIC
             size = 1
         else:
             cp, size = _decode(data, i, end)
@@ -153,6 +171,39 @@ def _map_one(data, i, end, lower, classes, nfkc_off, nfkc_pool, expand, mode, ou
     return o
 
 
+ASCII_SEPARATOR = -1  # ascii_maps: a separator (MODE_SHINGLE) or RE2 \s (MODE_CONTENT_KEY): starts a space run
+ASCII_GENERIC = -2  # ascii_maps: left to the generic path (a deletion, Arrow whitespace that is not RE2 \s)
+
+
+@njit(cache=True, nogil=True)
+def ascii_maps(lower, classes):
+    """int16 (2, 128): per mode, what :func:`_map_one` does to each ASCII byte: the byte it writes, or
+    ASCII_SEPARATOR, or ASCII_GENERIC (computed by the same rules as the generic path, from the same tables)."""
+    out = np.empty((2, 128), np.int16)
+    for b in range(128):
+        c = np.int64(lower[b])
+        k = classes[c]
+        if c >= 0x80 or (classes[b] & NFKC_MAPPED):
+            out[MODE_SHINGLE, b] = ASCII_GENERIC
+            out[MODE_CONTENT_KEY, b] = ASCII_GENERIC
+            continue
+        if k & ND:
+            out[MODE_SHINGLE, b] = 48
+        elif k & CF:
+            out[MODE_SHINGLE, b] = ASCII_GENERIC
+        elif k & SEP:
+            out[MODE_SHINGLE, b] = ASCII_SEPARATOR
+        else:
+            out[MODE_SHINGLE, b] = c
+        if k & RE2_SPACE:
+            out[MODE_CONTENT_KEY, b] = ASCII_SEPARATOR
+        elif k & ARROW_SPACE:
+            out[MODE_CONTENT_KEY, b] = ASCII_GENERIC
+        else:
+            out[MODE_CONTENT_KEY, b] = c
+    return out
+
+
 @njit(cache=True, nogil=True)
 def map_text(data, offsets, sub_data, sub_offsets, sub_index, lower, classes, nfkc_off, nfkc_pool, mode, out,
              out_offsets):
@@ -175,14 +226,15 @@ def map_text(data, offsets, sub_data, sub_offsets, sub_index, lower, classes, nf
     o = 0
     out_offsets[0] = 0
     expand = mode == MODE_SHINGLE
+    amap = ascii_maps(lower, classes)[mode]
     for d in range(n):
         src = sub_index[d] if len(sub_index) else -1
         if src >= 0:
             o = _map_one(sub_data, sub_offsets[src], sub_offsets[src + 1], lower, classes, nfkc_off, nfkc_pool,
-                         False, mode, out, o)
+                         False, mode, amap, out, o)
         else:
             o = _map_one(data, offsets[d], offsets[d + 1], lower, classes, nfkc_off, nfkc_pool, expand, mode,
-                         out, o)
+                         amap, out, o)
         if o < 0:
             return o
         out_offsets[d + 1] = o
