@@ -47,21 +47,23 @@ def test_pool_uses_the_fork_server():
 def test_hash_columns_are_stored_uncompressed(tmp_path):
     schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("content_hash", pa.binary(16)),
                         ("h", pa.uint64()), ("sig", pa.list_(pa.uint32())), ("bands", pa.list_(pa.uint64())),
-                        ("n", pa.int64())])
+                        ("n", pa.int64()), ("words", pa.list_(pa.string()))])
     opts = parquet_options(schema, level=1)
-    assert opts["compression"] == {"id": "zstd", "text": "zstd", "content_hash": "none", "h": "none", "sig": "none",
-                                   "bands": "none", "n": "zstd"}
-    assert opts["compression_level"] == {"id": 1, "text": 1, "n": 1}
+    assert opts["compression"] == {"id": "zstd", "text": "zstd", "content_hash": "none", "h": "none",
+                                   "sig.list.element": "none", "bands.list.element": "none", "n": "zstd",
+                                   "words.list.element": "zstd"}
+    assert opts["compression_level"] == {"id": 1, "text": 1, "n": 1, "words.list.element": 1}
     assert parquet_options(pa.schema([("text", pa.string())]))["compression"] == "zstd"
     w = ShardWriter(str(tmp_path), "part", schema, level=1)
     w.write(pa.table({"id": ["a"], "text": ["hello"], "content_hash": pa.array([b"0123456789abcdef"], pa.binary(16)),
                       "h": pa.array([2 ** 63], pa.uint64()), "sig": pa.array([[1, 2]], pa.list_(pa.uint32())),
-                      "bands": pa.array([[3]], pa.list_(pa.uint64())), "n": [1]}, schema=schema))
+                      "bands": pa.array([[3]], pa.list_(pa.uint64())), "n": [1], "words": [["a", "b"]]},
+                     schema=schema))
     path, = w.commit()
     rg = pq.ParquetFile(path).metadata.row_group(0)
     codecs = {rg.column(i).path_in_schema.split(".")[0]: rg.column(i).compression for i in range(rg.num_columns)}
     assert codecs == {"id": "ZSTD", "text": "ZSTD", "content_hash": "UNCOMPRESSED", "h": "UNCOMPRESSED",
-                      "sig": "UNCOMPRESSED", "bands": "UNCOMPRESSED", "n": "ZSTD"}
+                      "sig": "UNCOMPRESSED", "bands": "UNCOMPRESSED", "n": "ZSTD", "words": "ZSTD"}
     assert pq.read_table(path).to_pylist()[0]["sig"] == [1, 2]
 
 
@@ -86,3 +88,46 @@ def test_the_fork_server_is_stopped_and_a_driver_keeps_its_exit_code(tmp_path):
     assert out.returncode == 5, out.stderr
     pid, alive = out.stdout.split()
     assert int(pid) > 0 and alive == "False"  # stopped and reaped: no orphan left behind
+
+
+def test_workers_import_dataclean_from_where_the_driver_does(tmp_path):
+    """A copy of the package in the driver's working folder is not what the workers load (Python 3.11's fork
+    server would put its working folder first): the fork server gets the driver's sys.path."""
+    import subprocess
+    import sys
+
+    import shutil
+
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(local.__file__)))
+    shutil.copytree(repo, tmp_path / "dataclean", ignore=shutil.ignore_patterns("__pycache__"))  # a working copy
+    script = tmp_path / "where.py"
+    script.write_text("import sys\n"
+                      f"sys.path[0:1] = [{os.path.dirname(repo)!r}]\n"  # the script's folder holds the decoy
+                      "import dataclean\n"
+                      "from dataclean.exec.local import LocalExecutor\n"
+                      "def where(_):\n    import dataclean.exec.tasks as t\n    return t.__file__\n"
+                      "if __name__ == '__main__':\n"
+                      "    ex = LocalExecutor(2)\n    print(dataclean.__file__, *sorted(set(ex.map(where, range(4)))))\n"
+                      "    ex.close()\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    driver, *workers = out.stdout.split()
+    assert workers == [os.path.join(os.path.dirname(driver), "exec", "tasks.py")]
+
+
+def test_exit_does_not_hang_on_a_forked_child_holding_the_fork_servers_pipe(tmp_path):
+    """A fork-method pool left open by the caller holds the fork server's "alive" pipe: the exit handler kills
+    the server after a short wait instead of waiting for it forever."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "hold.py"
+    script.write_text("import multiprocessing as mp\n"
+                      "from dataclean.exec.local import LocalExecutor\n"
+                      "def double(x):\n    return 2 * x\n"
+                      "if __name__ == '__main__':\n"
+                      "    ex = LocalExecutor(2)\n    assert ex.map(double, [1, 2]) == [2, 4]\n    ex.close()\n"
+                      "    pool = mp.get_context('fork').Pool(2)\n    assert pool.map(double, [3]) == [6]\n"
+                      "    raise SystemExit(4)\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert out.returncode == 4, out.stderr

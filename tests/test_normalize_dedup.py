@@ -53,6 +53,13 @@ def test_normalize_rejects_unknown_form():
         Normalize(form="NFX")
 
 
+@pytest.mark.parametrize("n", [-1, 999])
+def test_normalize_rejects_blank_line_limits_the_regex_cannot_express(n):
+    with pytest.raises(ValueError, match="between 0 and 998"):
+        Normalize(max_blank_lines=n)
+    assert Normalize(max_blank_lines=998).max_blank_lines == 998
+
+
 def test_content_key_folds_case_and_whitespace_only():
     keys = content_key_text(pa.array(["Hello  World\n", "hello world", "Hello, world", "你好 \n 世界", "你好 世界"]))
     assert keys.to_pylist() == ["hello world", "hello world", "hello, world", "你好 世界", "你好 世界"]

@@ -7,6 +7,9 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import os
+import signal
+import sys
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Sequence
 
@@ -31,27 +34,66 @@ def _context():
 _state: dict = {}
 
 
-def _stop_fork_server() -> None:
-    """At exit: stop the fork server and wait for it (as for any child: nothing is left behind, and the CPU time
-    of the workers it reaped is counted in this process's children's, where ``time`` and benchmarks look)."""
+def _ensure_server() -> None:
+    """Start the fork server if it is not running, importing dataclean from where this process does: Python 3.11's
+    fork server ignores the ``sys_path`` it is given and puts its working folder first, so it could load another
+    copy of the package (a checkout in the current folder) than the driver's. It is started with this process's
+    ``sys.path`` as ``PYTHONPATH`` and ``PYTHONSAFEPATH=1`` (no working folder in front), only for that moment."""
     from multiprocessing import forkserver
 
-    stop = getattr(getattr(forkserver, "_forkserver", None), "_stop", None)
-    if stop is not None:
+    _context()
+    path = [os.path.abspath(p) if p else os.getcwd() for p in sys.path]
+    saved = {key: os.environ.get(key) for key in ("PYTHONPATH", "PYTHONSAFEPATH")}
+    os.environ["PYTHONPATH"] = os.pathsep.join(path)
+    os.environ["PYTHONSAFEPATH"] = "1"
+    try:
+        forkserver.ensure_running()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _stop_fork_server(timeout: float = 0.25) -> None:
+    """At exit: stop the fork server and reap it (nothing is left behind, and the CPU time of the workers it reaped
+    is counted in this process's children's, where ``time`` and benchmarks look). It is asked to stop by closing
+    its "alive" pipe, and killed if it has not stopped within ``timeout`` s: a process the caller forked still
+    holds that pipe, or the server is still loading (a run that failed at once). Never blocks longer."""
+    from multiprocessing import forkserver, util
+
+    fs = getattr(forkserver, "_forkserver", None)
+    pid = getattr(fs, "_forkserver_pid", None)
+    if pid is None:
+        return
+    with fs._lock:
         try:
-            stop()
-        except OSError:
+            if fs._forkserver_alive_fd is not None:
+                os.close(fs._forkserver_alive_fd)
+            deadline = time.monotonic() + timeout
+            while not os.waitpid(pid, os.WNOHANG)[0]:
+                if time.monotonic() > deadline:
+                    os.kill(pid, signal.SIGTERM)
+                    os.waitpid(pid, 0)
+                    break
+                time.sleep(0.002)
+        except OSError:  # (already reaped elsewhere)
             pass
+        address = fs._forkserver_address
+        fs._forkserver_pid = fs._forkserver_alive_fd = fs._forkserver_address = None
+        if address and not util.is_abstract_socket_namespace(address):
+            try:
+                os.unlink(address)
+            except OSError:
+                pass
 
 
 def prestart(workers: int) -> None:
     """Start the fork server now (it loads :mod:`dataclean.exec.preload` while the caller goes on) when a pool of
     ``workers`` will be needed."""
     if workers > 1 and "forkserver" in multiprocessing.get_all_start_methods():
-        from multiprocessing import forkserver
-
-        _context()
-        forkserver.ensure_running()
+        _ensure_server()
 
 
 def _set_environ(environ: dict) -> None:
@@ -94,7 +136,10 @@ class LocalExecutor:
 
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=_context(),
+            ctx = _context()
+            if ctx.get_start_method() == "forkserver":
+                _ensure_server()
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx,
                                              initializer=_set_environ, initargs=(dict(os.environ),))
         return self._pool
 

@@ -7,6 +7,12 @@ each start — importing dataclean's task modules (~0.25 s of CPU) and loading t
 disk cache (~0.45 s: importing numba and setting up LLVM) — the fork server pays once per driver process, and
 every worker of every pool the run starts (pass 1, the global step's tasks, pass 2) begins with it done.
 
+What the server reads at import stays as it was when it started (the first pool of the driver process, or
+:func:`dataclean.exec.local.prestart`): numba's own settings (``NUMBA_DISABLE_JIT``, ``NUMBA_CACHE_DIR``), and
+the package itself, which is imported from the driver's ``sys.path`` of that moment. Each pool's workers get
+the driver's environment as it is when the pool starts, and ``DATACLEAN_*`` switches are read at each call, so
+those follow; a change of numba's settings needs a new driver process.
+
 Nothing here runs an Arrow compute kernel (the fork server starts no thread pool of its own), and each kernel
 is loaded only once the first call of a worker needs it: warming them all up here was measured slower (the
 server is ready later, and the workers gained nothing measurable).

@@ -167,7 +167,7 @@ def pass2_task(spec: TaskSpec) -> dict:
     # per-document artifacts of the kept documents a global stage wants (MinHash bands for --dedup-against)
     # (shards of as many documents as data/'s: a band file holds a row per band of each)
     kept_writers = [(stage, {name: ShardWriter(os.path.join(lay.dedup, name), prefix, schema,
-                                               max_rows=cfg["output"]["shard_max_rows"] * stage.kept_rows_per_doc[name])
+                                               max_rows=cfg["output"]["shard_max_rows"] * _rows_per_doc(stage, name))
                              for name, schema in stage.kept_schemas.items()})
                     for stage in pipe.global_stages if hasattr(stage, "kept_rows")]
     ledger_parts = []  # removals of the global step; pass 1's ledger files are linked, not rewritten
@@ -221,6 +221,11 @@ def pass2_task(spec: TaskSpec) -> dict:
               "fingerprint": spec.fingerprint, "seconds": round(time.time() - started, 3)}
     write_json_atomic(result, lay.marker(f"pass2-{spec.task:05d}"))
     return result
+
+
+def _rows_per_doc(stage, name: str) -> int:
+    """Rows per kept document in the stage's ``name`` artifact (MinHash bands: one per band; default 1)."""
+    return getattr(stage, "kept_rows_per_doc", {}).get(name, 1)
 
 
 def _link_pass1_ledger(lay: Layout, task: int, prefix: str) -> int:

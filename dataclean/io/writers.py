@@ -41,14 +41,25 @@ def parquet_options(schema: pa.Schema, level: int = 3, statistics: tuple[str, ..
     else) are stored uncompressed, as zstd cannot shrink random bits and only spends time on them (a third of
     the time spent writing pass 1's survivors went into their MinHash signatures); ``statistics`` names
     columns that get min/max statistics besides the usual ones."""
-    raw = {f.name for f in schema if _is_hash_type(f.type)}
     options = dict(PARQUET_OPTIONS, write_statistics=list(PARQUET_OPTIONS["write_statistics"]) + list(statistics))
-    if raw:
-        options["compression"] = {f.name: "none" if f.name in raw else "zstd" for f in schema}
-        options["compression_level"] = {f.name: level for f in schema if f.name not in raw}
+    if any(_is_hash_type(f.type) for f in schema):  # per Parquet leaf column (a list's is NAME.list.element)
+        leaves = [(path, _is_hash_type(f.type)) for f in schema for path in _leaf_paths(f.name, f.type)]
+        options["compression"] = {path: "none" if raw else "zstd" for path, raw in leaves}
+        options["compression_level"] = {path: level for path, raw in leaves if not raw}
     else:
         options["compression_level"] = level
     return options
+
+
+def _leaf_paths(path: str, t: pa.DataType) -> list[str]:
+    """The Parquet leaf column paths of an Arrow field, as pyarrow's writer names them (compliant nested types)."""
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _leaf_paths(f"{path}.list.element", t.value_type)
+    if pa.types.is_map(t):
+        return _leaf_paths(f"{path}.key_value.key", t.key_type) + _leaf_paths(f"{path}.key_value.value", t.item_type)
+    if pa.types.is_struct(t):
+        return [p for i in range(t.num_fields) for p in _leaf_paths(f"{path}.{t.field(i).name}", t.field(i).type)]
+    return [path]
 
 #: Messages of libraries that do not raise OSError (DuckDB) for a write that the file system refused.
 _WRITE_FAILURE_TEXTS = ("No space left on device", "Disk quota exceeded", "Read-only file system")

@@ -43,8 +43,8 @@ class Normalize(Stage):
         super().__init__(name)
         if form not in ("NFC", "NFKC", "NFD", "NFKD", "none"):
             raise ValueError(f"normalize.form must be NFC, NFKC, NFD, NFKD or none, not {form!r}")
-        if max_blank_lines < 0:
-            raise ValueError("normalize.max_blank_lines must be >= 0")
+        if not 0 <= max_blank_lines <= 998:  # (RE2 repeats at most 1000 times: \n{max_blank_lines+2,})
+            raise ValueError("normalize.max_blank_lines must be between 0 and 998")
         self.form, self.remove_controls, self.fix_spaces = form, remove_controls, fix_spaces
         self.max_blank_lines = max_blank_lines
 

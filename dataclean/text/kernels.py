@@ -171,10 +171,13 @@ NORM_TRIM = 64  # whitespace for Arrow's utf8_trim_whitespace
 def norm_table() -> np.ndarray:
     """uint8 per code point (0..0x10FFFF): the bits above (cached per process and on disk, like
     :func:`char_table`)."""
+    import hashlib
     import unicodedata
 
-    return _cached_table("norm", f"normtable-v1-pyarrow-{pa.__version__}-ucd-{unicodedata.unidata_version}.npy",
-                         _norm_table)
+    from dataclean.stages.normalize import CONTROL, ODD_SPACE
+    rules = hashlib.sha256(f"{CONTROL}\0{ODD_SPACE}\0{NORM_INERT}".encode()).hexdigest()[:12]
+    return _cached_table("norm", f"normtable-v1-{rules}-pyarrow-{pa.__version__}-ucd-{unicodedata.unidata_version}"
+                                 ".npy", _norm_table)
 
 
 def _norm_table() -> np.ndarray:
