@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
+import subprocess
+import sys
+import textwrap
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,7 +19,6 @@ from dataclean.io.writers import ShardWriter, parquet_options
 
 
 def _probe(name: str) -> tuple[int, str | None, bool]:
-    import sys
     return os.getpid(), os.environ.get(name), "dataclean.exec.tasks" in sys.modules
 
 
@@ -67,24 +70,33 @@ def test_hash_columns_are_stored_uncompressed(tmp_path):
     assert pq.read_table(path).to_pylist()[0]["sig"] == [1, 2]
 
 
+def _run_script(folder, source: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run ``source`` (dedented) as ``folder/main.py`` with this Python, in ``folder``; output captured."""
+    script = folder / "main.py"
+    script.write_text(textwrap.dedent(source))
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=folder, timeout=timeout)
+
+
 def test_the_fork_server_is_stopped_and_a_driver_keeps_its_exit_code(tmp_path):
     """The preload module ends the fork server with os._exit (no interpreter teardown to wait for), and only
     there: a program that imports it keeps its own exit code; the server is gone when the driver's stop returns."""
-    import subprocess
-    import sys
-
     rc = subprocess.run([sys.executable, "-c", "import dataclean.exec.preload, sys; sys.exit(3)"]).returncode
     assert rc == 3
-    script = tmp_path / "drive.py"
-    script.write_text("import os\n"
-                      "from multiprocessing import forkserver\n"
-                      "from dataclean.exec.local import LocalExecutor, _stop_fork_server\n"
-                      "def f(x):\n    return x * 2\n"
-                      "if __name__ == '__main__':\n"
-                      "    ex = LocalExecutor(2)\n    assert ex.map(f, [1, 2, 3]) == [2, 4, 6]\n    ex.close()\n"
-                      "    pid = forkserver._forkserver._forkserver_pid\n    _stop_fork_server()\n"
-                      "    print(pid, os.path.exists(f'/proc/{pid}'))\n    raise SystemExit(5)\n")
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
+    out = _run_script(tmp_path, """
+        import os
+        from multiprocessing import forkserver
+        from dataclean.exec.local import LocalExecutor, _stop_fork_server
+        def f(x):
+            return x * 2
+        if __name__ == '__main__':
+            ex = LocalExecutor(2)
+            assert ex.map(f, [1, 2, 3]) == [2, 4, 6]
+            ex.close()
+            pid = forkserver._forkserver._forkserver_pid
+            _stop_fork_server()
+            print(pid, os.path.exists(f'/proc/{pid}'))
+            raise SystemExit(5)
+        """)
     assert out.returncode == 5, out.stderr
     pid, alive = out.stdout.split()
     assert int(pid) > 0 and alive == "False"  # stopped and reaped: no orphan left behind
@@ -93,23 +105,21 @@ def test_the_fork_server_is_stopped_and_a_driver_keeps_its_exit_code(tmp_path):
 def test_workers_import_dataclean_from_where_the_driver_does(tmp_path):
     """A copy of the package in the driver's working folder is not what the workers load (Python 3.11's fork
     server would put its working folder first): the fork server gets the driver's sys.path."""
-    import subprocess
-    import sys
-
-    import shutil
-
     repo = os.path.dirname(os.path.dirname(os.path.abspath(local.__file__)))
     shutil.copytree(repo, tmp_path / "dataclean", ignore=shutil.ignore_patterns("__pycache__"))  # a working copy
-    script = tmp_path / "where.py"
-    script.write_text("import sys\n"
-                      f"sys.path[0:1] = [{os.path.dirname(repo)!r}]\n"  # the script's folder holds the decoy
-                      "import dataclean\n"
-                      "from dataclean.exec.local import LocalExecutor\n"
-                      "def where(_):\n    import dataclean.exec.tasks as t\n    return t.__file__\n"
-                      "if __name__ == '__main__':\n"
-                      "    ex = LocalExecutor(2)\n    print(dataclean.__file__, *sorted(set(ex.map(where, range(4)))))\n"
-                      "    ex.close()\n")
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
+    out = _run_script(tmp_path, f"""
+        import sys
+        sys.path[0:1] = [{os.path.dirname(repo)!r}]  # (the script's folder holds the copy)
+        import dataclean
+        from dataclean.exec.local import LocalExecutor
+        def where(_):
+            import dataclean.exec.tasks as t
+            return t.__file__
+        if __name__ == '__main__':
+            ex = LocalExecutor(2)
+            print(dataclean.__file__, *sorted(set(ex.map(where, range(4)))))
+            ex.close()
+        """)
     assert out.returncode == 0, out.stderr
     driver, *workers = out.stdout.split()
     assert workers == [os.path.join(os.path.dirname(driver), "exec", "tasks.py")]
@@ -118,16 +128,17 @@ def test_workers_import_dataclean_from_where_the_driver_does(tmp_path):
 def test_exit_does_not_hang_on_a_forked_child_holding_the_fork_servers_pipe(tmp_path):
     """A fork-method pool left open by the caller holds the fork server's "alive" pipe: the exit handler kills
     the server after a short wait instead of waiting for it forever."""
-    import subprocess
-    import sys
-
-    script = tmp_path / "hold.py"
-    script.write_text("import multiprocessing as mp\n"
-                      "from dataclean.exec.local import LocalExecutor\n"
-                      "def double(x):\n    return 2 * x\n"
-                      "if __name__ == '__main__':\n"
-                      "    ex = LocalExecutor(2)\n    assert ex.map(double, [1, 2]) == [2, 4]\n    ex.close()\n"
-                      "    pool = mp.get_context('fork').Pool(2)\n    assert pool.map(double, [3]) == [6]\n"
-                      "    raise SystemExit(4)\n")
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    out = _run_script(tmp_path, """
+        import multiprocessing as mp
+        from dataclean.exec.local import LocalExecutor
+        def double(x):
+            return 2 * x
+        if __name__ == '__main__':
+            ex = LocalExecutor(2)
+            assert ex.map(double, [1, 2]) == [2, 4]
+            ex.close()
+            pool = mp.get_context('fork').Pool(2)
+            assert pool.map(double, [3]) == [6]
+            raise SystemExit(4)
+        """, timeout=60)
     assert out.returncode == 4, out.stderr

@@ -95,7 +95,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -148,7 +147,6 @@ XXH3_SECRET = bytes.fromhex(
     "170ddd51b7f0da49d316552629d4689e2b16be587d47a1fc8ff8b8d17ad031ce45cb3a8f95160428afd7fbcabb4b407e")
 _SECRET = np.frombuffer(XXH3_SECRET, np.uint8)
 
-_lock = threading.Lock()
 _state: dict = {}  # "mod": dataclean.dedup._minhash_numba, or None when it cannot be used; "maps": tables
 
 
@@ -162,11 +160,7 @@ def kernels_enabled() -> bool:
 
 
 def _mh_kernels():
-    if "mod" not in _state:
-        with _lock:
-            if "mod" not in _state:
-                _state["mod"] = _load_kernels()
-    return _state["mod"]
+    return _text_kernels.once(_state, "mod", _load_kernels)
 
 
 def warm_up() -> bool:
@@ -309,18 +303,7 @@ def _nfkc_tables(chars: pa.Array, cps: np.ndarray, classes: np.ndarray) -> tuple
     return offsets, pool
 
 
-def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(int64 offsets of len n+1, uint8 data) of a ``string`` / ``large_string`` array (zero-copy data)."""
-    n = len(arr)
-    bufs = arr.buffers()
-    width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
-    offsets = np.frombuffer(bufs[1], width, count=n + 1, offset=arr.offset * np.dtype(width).itemsize) \
-        if n else np.zeros(1, width)
-    data = np.frombuffer(bufs[2] if bufs[2] is not None else b"", np.uint8)  # (read-only: one signature)
-    return offsets.astype(np.int64), data
-
-
-_NO_SUB = np.zeros(0, np.int64)
+_buffers = _text_kernels._string_buffers  # (int64 offsets, zero-copy data) of a string array
 
 
 def content_key_mode() -> int:
@@ -337,15 +320,12 @@ def map_text_kernel(texts: pa.Array, mode: int, nfkc: bool = False) -> pa.Array 
     k = _mh_kernels()
     lower, classes, nfkc_off, nfkc_pool = _char_maps()
     offsets, data = _buffers(texts)
-    sub_offsets, sub_data, sub_index = offsets, data, _NO_SUB
+    sub_offsets, sub_data, sub_index = offsets, data, np.zeros(0, np.int64)
     if nfkc:
-        need = k.lacking(data, offsets, classes, k.NFKC_INERT | k.NFKC_MAPPED)
-        if (need < 0).any():
+        done = _text_kernels.normalize_uncovered(texts, offsets, data, classes, k.NFKC_INERT | k.NFKC_MAPPED, "NFKC")
+        if done is None:
             return None
-        if need.any():
-            sub = pc.utf8_normalize(texts.filter(pa.array(need > 0)), "NFKC")
-            sub_offsets, sub_data = _buffers(sub)
-            sub_index = np.where(need > 0, np.cumsum(need, dtype=np.int64) - 1, -1)
+        sub_offsets, sub_data, sub_index = done[3:]
     cap = 2 * int(offsets[-1] - offsets[0]) + 64
     out_offsets = np.empty(len(texts) + 1, np.int64)
     while True:
@@ -434,15 +414,6 @@ def shingle_hash_single(text: str, word_ngram: int = 5, char_ngram: int = 5) -> 
 # ---------------------------------------------------------------- shingles: vectorized
 
 
-def _string_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(int64 offsets of len n+1, uint8 data) of a null-free string array."""
-    arr = arr.cast(pa.large_string())
-    bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    return offsets, data
-
-
 def _hash_distinct(values: list) -> np.ndarray:
     """xxh3_64 (seed 0) of each UTF-8 ``bytes`` value, as uint64."""
     digest = xxhash.xxh3_64_intdigest
@@ -468,7 +439,7 @@ def _word_tokens(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 def _cjk_tokens(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(token hashes, per-document token counts) of the CJK-character stream."""
     only = pc.replace_substring_regex(texts, f"[^{CJK_CLASS}]+", "")
-    offsets, data = _string_buffers(only)
+    offsets, data = _buffers(only)
     data = data[offsets[0]:offsets[-1]]
     offsets = offsets - offsets[0]
     lead = np.flatnonzero((data & 0xC0) != 0x80)

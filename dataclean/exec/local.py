@@ -38,10 +38,12 @@ def _ensure_server() -> None:
     """Start the fork server if it is not running, importing dataclean from where this process does: Python 3.11's
     fork server ignores the ``sys_path`` it is given and puts its working folder first, so it could load another
     copy of the package (a checkout in the current folder) than the driver's. It is started with this process's
-    ``sys.path`` as ``PYTHONPATH`` and ``PYTHONSAFEPATH=1`` (no working folder in front), only for that moment."""
+    ``sys.path`` as ``PYTHONPATH`` and ``PYTHONSAFEPATH=1`` (no working folder in front), only for that moment.
+    Nothing to do where workers are spawned (no fork server)."""
     from multiprocessing import forkserver
 
-    _context()
+    if _context().get_start_method() != "forkserver":
+        return
     path = [os.path.abspath(p) if p else os.getcwd() for p in sys.path]
     saved = {key: os.environ.get(key) for key in ("PYTHONPATH", "PYTHONSAFEPATH")}
     os.environ["PYTHONPATH"] = os.pathsep.join(path)
@@ -92,7 +94,7 @@ def _stop_fork_server(timeout: float = 0.25) -> None:
 def prestart(workers: int) -> None:
     """Start the fork server now (it loads :mod:`dataclean.exec.preload` while the caller goes on) when a pool of
     ``workers`` will be needed."""
-    if workers > 1 and "forkserver" in multiprocessing.get_all_start_methods():
+    if workers > 1:
         _ensure_server()
 
 
@@ -136,10 +138,8 @@ class LocalExecutor:
 
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            ctx = _context()
-            if ctx.get_start_method() == "forkserver":
-                _ensure_server()
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx,
+            _ensure_server()
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=_context(),
                                              initializer=_set_environ, initargs=(dict(os.environ),))
         return self._pool
 

@@ -39,8 +39,17 @@ import pyarrow.compute as pc
 #: Environment variable: ``0`` / ``false`` / ``no`` / ``off`` disables the compiled kernels.
 ENV = "DATACLEAN_KERNELS"
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # (re-entrant: what one loader makes may load another)
 _state: dict = {}  # "mod": the compiled kernels (a namespace), or None when numba cannot be imported
+
+
+def once(state: dict, key: str, make):
+    """``state[key]``, made by ``make()`` on first use (by one thread; the others wait for it)."""
+    if key not in state:
+        with _lock:
+            if key not in state:
+                state[key] = make()
+    return state[key]
 
 
 def switched_off() -> bool:
@@ -56,11 +65,7 @@ def enabled() -> bool:
 
 
 def _kernels():
-    if "mod" not in _state:
-        with _lock:
-            if "mod" not in _state:
-                _state["mod"] = _compile()
-    return _state["mod"]
+    return once(_state, "mod", _compile)
 
 
 def _cache_dir() -> str:
@@ -240,14 +245,36 @@ def _code_point_strings(cps: np.ndarray) -> pa.Array:
 # -- helpers over Arrow buffers -----------------------------------------------------------------------------
 
 def _string_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(offsets as int64, n + 1; data as uint8) of a ``string`` array without nulls (zero-copy views)."""
+    """(offsets as int64, n + 1, into the whole data buffer; data as uint8, a zero-copy view) of a ``string`` or
+    ``large_string`` array without nulls (a chunked one is combined first)."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     n = len(arr)
     bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=arr.offset * 4) if n else np.zeros(1, np.int32)
+    width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    offsets = np.frombuffer(bufs[1], width, count=n + 1, offset=arr.offset * np.dtype(width).itemsize) \
+        if n else np.zeros(1, width)
     data = np.frombuffer(bufs[2] if bufs[2] is not None else b"", np.uint8)  # (read-only: one signature)
     return offsets.astype(np.int64), data
+
+
+def normalize_uncovered(texts: pa.Array, offsets: np.ndarray, data: np.ndarray, table: np.ndarray, bits: int,
+                        form: str):
+    """Arrow's ``utf8_normalize(form)`` of just the documents of ``texts`` (buffers ``offsets``, ``data``) that hold
+    a non-ASCII character with none of ``bits`` in ``table``: those a kernel cannot put in that form from its
+    tables. Returns None at invalid UTF-8, else ``(picked, before, after, sub_offsets, sub_data, sub_index)``:
+    the picked documents (bool per document) as they were and in normal form (None, None when none is), the
+    latter's buffers, and each document's row in them (-1: not picked; an empty array when none is)."""
+    need = _kernels().lacking(data, offsets, table, bits)
+    if (need < 0).any():
+        return None
+    picked = need > 0
+    if not picked.any():
+        return picked, None, None, offsets, data, np.zeros(0, np.int64)
+    before = texts.filter(pa.array(picked))
+    after = pc.utf8_normalize(before, form)
+    sub_offsets, sub_data = _string_buffers(after)
+    return picked, before, after, sub_offsets, sub_data, np.where(picked, np.cumsum(picked, dtype=np.int64) - 1, -1)
 
 
 def words(texts: pa.Array) -> pa.ListArray | None:
@@ -335,16 +362,12 @@ def normalize(texts: pa.Array, form: str, remove_controls: bool, fix_spaces: boo
     sub_offsets, sub_data, sub_index = offsets, data, np.zeros(0, np.int64)
     changed = np.zeros(n, bool)
     if form != "none":
-        need = k.lacking(data, offsets, table, NORM_INERT[form])
-        if (need < 0).any():
+        done = normalize_uncovered(texts, offsets, data, table, NORM_INERT[form], form)
+        if done is None:
             return None
-        if need.any():
-            pick = pa.array(need > 0)
-            before = texts.filter(pick)
-            sub = pc.utf8_normalize(before, form)
-            changed[need > 0] = pc.not_equal(sub, before).to_numpy(zero_copy_only=False)
-            sub_offsets, sub_data = _string_buffers(sub)
-            sub_index = np.where(need > 0, np.cumsum(need, dtype=np.int64) - 1, -1)
+        picked, before, after, sub_offsets, sub_data, sub_index = done
+        if after is not None:
+            changed[picked] = pc.not_equal(after, before).to_numpy(zero_copy_only=False)
     out = np.empty(int(offsets[-1] - offsets[0]) + (int(sub_offsets[-1] - sub_offsets[0]) if len(sub_index) else 0)
                    + 1, np.uint8)
     out_offsets = np.empty(n + 1, np.int64)
