@@ -91,8 +91,11 @@ WRAPPED_LATIN = r"([\p{Ll}\p{N},;)\]`'\">_*])[ \t]*\n[ \t]*([\p{Ll}(`])"
 _KANA = r"\x{3041}-\x{309f}\x{30a1}-\x{30fa}\x{30fc}-\x{30ff}"
 WRAPPED_CJK = rf"([^\n]{{15}}[{_HAN}{_KANA}，、])[ \t]*\n[ \t]*([{_HAN}{_KANA}])"
 # A lower bound on the words of a line: every Han character is a word, and every run that starts with an
-# ASCII letter or digit and stops at whitespace or a Han character holds at least one word of its own.
-WORD_LOWER_BOUND = rf"[A-Za-z0-9][^\s{_HAN}]*|[{_HAN}]"
+# ASCII letter or digit and stops at whitespace or a Han character holds at least one word of its own. Only the
+# Han characters assigned by Unicode 3.2 count as words here (letters in every later version): a code point of
+# _HAN's ranges that is unassigned (U+FADA...) is no word to the tokenizer, and the bound must not exceed it.
+_HAN_LETTERS = r"\x{3400}-\x{4db5}\x{4e00}-\x{9fa5}\x{f900}-\x{fa2d}"
+WORD_LOWER_BOUND = rf"[A-Za-z0-9][^\s{_HAN}]*|[{_HAN_LETTERS}]"
 TRIM_TAIL = r"^(.*[。！？][”’」』\"']*)[^。！？]*$"
 # Characters that end a long-word run: whitespace and CJK (Han, kana, CJK punctuation, full-width forms).
 _LONG_WORD_BREAK = "\\s\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
