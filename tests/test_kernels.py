@@ -6,7 +6,10 @@ statistics, and the signals and decisions of the four rule stages. ``benchmarks/
 the same on bench shards against the code before the kernels.
 """
 import contextlib
+import importlib.util
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -304,3 +307,20 @@ def test_token_estimate_matches(texts, code):
     on, off = both(lambda: (estimate_tokens(arr, source, ["code"]), token_features(arr)))
     assert on[0].equals(off[0])
     assert all(np.array_equal(on[1][k], off[1][k]) for k in on[1])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("scipy") is None, reason="scipy is not installed")
+def test_loading_the_kernels_does_not_import_scipy_linalg_and_numba_keeps_its_blas():
+    code = "\n".join([
+        "import sys",
+        "from dataclean.text import kernels",
+        "assert kernels.enabled()",
+        "print('scipy.linalg' in sys.modules)",
+        "import numba, numpy as np, numba.np.arraymath as arraymath",
+        "print(arraymath._HAVE_BLAS)",
+        "f = numba.njit(lambda a, b: np.dot(a, b))",  # a BLAS function compiled afterwards imports it itself
+        "print(f(np.ones(3), np.arange(3.0)), 'scipy.linalg' in sys.modules)",
+    ])
+    env = {k: v for k, v in os.environ.items() if k != kernels.ENV}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split() == ["False", "True", "3.0", "True"]

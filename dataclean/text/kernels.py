@@ -28,7 +28,9 @@ import numba and load the machine code. Measured on the rules chain (gopher_repe
 """
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import threading
 import warnings
 
@@ -83,7 +85,7 @@ def load_compiled(load, what: str, fallback: str):
     _cache_dir()  # (read by numba when it is imported)
     try:
         try:
-            import numba
+            numba = _import_numba()
         except ImportError:
             return None
         if numba.config.DISABLE_JIT:
@@ -92,6 +94,33 @@ def load_compiled(load, what: str, fallback: str):
     except Exception as exc:
         warnings.warn(f"dataclean: {what} unavailable ({exc!r}); using {fallback}")
         return None
+
+
+def _import_numba():
+    """``import numba``, with its implementation modules, without importing ``scipy.linalg``.
+
+    numba's ``numba.np.arraymath``, imported before any compiled function can be loaded, imports
+    ``scipy.linalg`` only to learn whether a BLAS is there (``_HAVE_BLAS``, which picks the inner product of
+    ``np.correlate`` / ``np.convolve``). With scipy 1.17 that import costs ~0.1 s (its array-API layer walks
+    every attribute of numpy, which imports ``numpy.f2py`` and ``numpy.testing``): a tenth of a second more
+    before the first worker of a run can start, for kernels that use no BLAS. So ``scipy.linalg`` is kept out
+    while numba sets up, and ``_HAVE_BLAS`` is then set to what numba would have found (scipy installed);
+    the BLAS functions (``np.dot``...) import ``scipy.linalg`` themselves when a function using them is compiled,
+    so numba code of the caller's that needs it works as before. Where ``scipy.linalg`` is already imported,
+    nothing is changed."""
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        import numba
+        import numba.np.arraymath  # noqa: F401
+        return numba
+    sys.modules["scipy.linalg"] = None  # (an import of it raises ImportError: "no BLAS" to numba)
+    try:
+        import numba
+        import numba.np.arraymath
+    finally:
+        if sys.modules.get("scipy.linalg", 0) is None:
+            del sys.modules["scipy.linalg"]
+    numba.np.arraymath._HAVE_BLAS = importlib.util.find_spec("scipy") is not None
+    return numba
 
 
 def _compile():
