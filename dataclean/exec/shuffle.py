@@ -35,7 +35,7 @@ import xxhash
 from dataclean.exec.failpoints import failpoint
 from dataclean.audit.tables import sql_list, sql_string
 from dataclean.exec.layout import Layout
-from dataclean.io.writers import (WORK_LEVEL, _injected_failure, _remove_quietly, atomic_write_table, tmp_name,
+from dataclean.io.writers import (WORK_CODEC, _injected_failure, _remove_quietly, atomic_write_table, tmp_name,
                                   write_errors, write_json_atomic)
 
 PARTITION = "partition"
@@ -108,7 +108,7 @@ def write_grouped(table: pa.Table, group: np.ndarray, column: str, path: str) ->
     table = table.take(pa.array(order)).append_column(pa.field(column, pa.int32()), pa.array(group[order]))
     starts = np.r_[0, np.flatnonzero(np.diff(group[order])) + 1] if len(order) else np.zeros(0, np.int64)
     sizes = np.diff(np.r_[starts, len(order)]).tolist()  # one row group per group
-    atomic_write_table(table, path, row_group_sizes=sizes, statistics=(column,), level=WORK_LEVEL)
+    atomic_write_table(table, path, row_group_sizes=sizes, statistics=(column,), codec=WORK_CODEC)
     return table.num_rows, group[order][starts].tolist()
 
 

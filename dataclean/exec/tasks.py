@@ -23,7 +23,7 @@ from dataclean.exec.failpoints import failpoint
 from dataclean.exec.layout import Layout
 from dataclean.io import fs as iofs
 from dataclean.io.readers import ColumnMapping, InputFileError, read_shard
-from dataclean.io.writers import WORK_LEVEL, ShardWriter, WriteError, tmp_name, write_error, write_json_atomic
+from dataclean.io.writers import WORK_CODEC, ShardWriter, WriteError, tmp_name, write_error, write_json_atomic
 from dataclean.pipeline import Pipeline, conform
 from dataclean.stages.base import with_columns
 
@@ -79,7 +79,7 @@ def pass1_task(spec: TaskSpec) -> dict:
     os.makedirs(folder, exist_ok=True)
     _clear(glob.glob(os.path.join(folder, "*")) + glob.glob(os.path.join(folder, ".*")))
     docs = ShardWriter(folder, "docs", pipe.survivor_schema(), max_rows=cfg["output"]["shard_max_rows"],
-                       max_bytes=cfg["output"]["shard_max_mb"] << 20, level=WORK_LEVEL)
+                       max_bytes=cfg["output"]["shard_max_mb"] << 20, codec=WORK_CODEC)
     # the ledger part of pass 1 is final as written: pass 2 links these files into rejected/
     rejected = ShardWriter(folder, "rejected", pipe.ledger_schema(), max_rows=cfg["output"]["shard_max_rows"],
                            max_bytes=cfg["output"]["shard_max_mb"] << 20)

@@ -50,7 +50,7 @@ import pyarrow.parquet as pq
 from dataclean.audit.tables import sql_list, sql_string
 from dataclean.dedup.minhash import (DEFAULT_SCHEME, _mh_kernels, band_hashes, kernels_enabled, optimal_bands,
                                      shingle_hashes, shingle_text, signatures)
-from dataclean.io.writers import WORK_LEVEL, atomic_write_table, write_json_atomic
+from dataclean.io.writers import WORK_CODEC, atomic_write_table, write_json_atomic
 from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
 
 PARAMS_FILE = "minhash_params.json"
@@ -210,12 +210,12 @@ class MinHashDedup(Stage):
         nodes_file = os.path.join(work, "nodes.parquet")
         atomic_write_table(pa.table({"doc_key": pa.array(keys, pa.int64()), "comp": pa.array(comp, pa.int64()),
                                      "chunk": pa.array(chunk, pa.int64())}), nodes_file, row_group_rows=65536,
-                           level=WORK_LEVEL)
+                           codec=WORK_CODEC)
         order = np.argsort(edge_comp, kind="stable")
         edges_file = os.path.join(work, "edges.parquet")
         atomic_write_table(pa.table({"comp": pa.array(edge_comp[order], pa.int64()), "a": pa.array(a[order], pa.int64()),
                                      "b": pa.array(b[order], pa.int64())}), edges_file, row_group_rows=65536,
-                           level=WORK_LEVEL)
+                           codec=WORK_CODEC)
         columns = ["id", "n_chars", "source", "lang", "minhash_sig"]
         columns += ["quality_score"] if "quality_score" in ctx.columns else []
         columns += ["text"] if self.verify_with == "exact" else []
