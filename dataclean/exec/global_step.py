@@ -76,9 +76,12 @@ def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: 
                                             cfg["global"]["temp_directory"]))
     if not specs:
         return []
-    if executor is None:
-        return [shuffle.reduce_task(spec) for spec in specs]
-    return executor.map(shuffle.reduce_task, specs, on_done=on_done)
+    try:
+        if executor is None:
+            return [shuffle.reduce_task(spec) for spec in specs]
+        return executor.map(shuffle.reduce_task, specs, on_done=on_done)
+    finally:
+        shuffle.release_connection()  # (the one reduce tasks run in this process kept, if any)
 
 
 def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerprint: str,
