@@ -33,7 +33,7 @@ DEFAULT_CORPUS = os.path.normpath(os.path.join(REPO, "..", "shared", "corpus", "
 
 from dataclean.dedup import minhash as mh  # noqa: E402
 from dataclean.stages.dedup_exact import ExactDedup, content_hash, content_key_text  # noqa: E402
-from dataclean.stages.dedup_minhash import MinHashDedup, _chunks, connected_components  # noqa: E402
+from dataclean.stages.dedup_minhash import MinHashDedup, _chunks, connected_components, signature_matrix  # noqa: E402
 from dataclean.stages.normalize import Normalize  # noqa: E402
 from dataclean.text import kernels  # noqa: E402
 
@@ -61,7 +61,7 @@ def candidate_chunks(batches: list[pa.RecordBatch], stage: MinHashDedup) -> list
     bands = table.column("minhash_bands").combine_chunks()
     has = np.asarray(bands.is_valid().to_numpy(zero_copy_only=False))
     keys = np.arange(n, dtype=np.int64)
-    h = np.asarray(bands.flatten().to_numpy(zero_copy_only=False), np.uint64).reshape(-1, stage.bands)
+    h = signature_matrix(bands, stage.bands, "<u8")[has].astype(np.uint64)
     doc = keys[has]
     a_list, b_list = [], []
     for j in range(stage.bands):  # star edges: every member of a bucket to its smallest key

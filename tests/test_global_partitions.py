@@ -90,7 +90,8 @@ def test_minhash_band_rows_number_bands_per_document_and_skip_documents_without_
     stage = MinHashDedup(num_perm=8, bands=2, rows=4)
     batch = pa.RecordBatch.from_pydict({
         "doc_key": pa.array([7, 8, 9], pa.int64()),
-        "minhash_bands": pa.array([[11, 12], None, [13, 14]], pa.list_(pa.uint64()))})
+        "minhash_bands": pa.array([np.array([11, 12], "<u8").tobytes(), None, np.array([13, 14], "<u8").tobytes()],
+                                  pa.binary(16))})
     rows, keys = stage.shuffle_rows(batch)
     assert rows.to_pylist() == [{"band": 1, "h": 11, "doc_key": 7}, {"band": 2, "h": 12, "doc_key": 7},
                                 {"band": 1, "h": 13, "doc_key": 9}, {"band": 2, "h": 14, "doc_key": 9}]

@@ -167,15 +167,15 @@ def test_compiled_verification_and_clustering_equal_the_numpy_code(tmp_path):
                       "n_chars": [len(t) for _, t in rows], "q": pa.array([None] * n, pa.float64()),
                       "source": ["web"] * n, "lang": [None] * n,
                       "minhash_sig": stage.apply(pa.RecordBatch.from_pydict({"text": texts})).batch
-                      .column("minhash_sig").fill_null(pa.scalar([0] * 128, pa.list_(pa.uint32()))),
+                      .column("minhash_sig").fill_null(pa.scalar(bytes(512), pa.binary(512))),
                       "text": texts})
     a, b = np.triu_indices(n, 1)  # every pair is a candidate edge
     on = _with_kernels("1", lambda: stage._decide_chunk(nodes, a, b))
     off = _with_kernels("0", lambda: stage._decide_chunk(nodes, a, b))
     for x, y in zip(on, off):
         assert x.equals(y)
-    sim_on = _with_kernels("1", lambda: [stage._similarity_fn(nodes, None)(i, j) for i, j in zip(a, b)])
-    sim_off = _with_kernels("0", lambda: [stage._similarity_fn(nodes, None)(i, j) for i, j in zip(a, b)])
+    sim_on = _with_kernels("1", lambda: [stage._similarity_fn(nodes)(i, j) for i, j in zip(a, b)])
+    sim_off = _with_kernels("0", lambda: [stage._similarity_fn(nodes)(i, j) for i, j in zip(a, b)])
     assert sim_on == sim_off and max(sim_on) == 1.0 and min(sim_on) == 0.0
     assert on[0].num_rows >= 5
 
@@ -188,3 +188,48 @@ def test_a_run_with_the_compiled_kernels_equals_one_without(tmp_path):
     assert removed(out_on) == removed(out_off)
     for name in ("clusters.parquet", "minhash_bands", "minhash_signatures", "exact_groups.parquet"):
         assert pq.read_table(out_on / "dedup" / name).equals(pq.read_table(out_off / "dedup" / name))
+
+
+def test_signature_verification_removes_by_the_minhash_estimate(tmp_path):
+    out, _ = run_dedup(tmp_path, docs(), extra_stage={"verify_with": "signature"}, name="sig")
+    ledger = {r["id"]: r for r in pq.read_table(out / "rejected").to_pylist()}
+    assert removed(out) == [("en-edit", "near_duplicate", "en-boiler"), ("en-orig", "near_duplicate", "en-boiler"),
+                            ("short-1", "near_duplicate", "short-2"), ("zh-orig", "near_duplicate", "zh-edit")]
+    assert ledger["en-orig"]["detail"] == "cluster of 3 (MinHash Jaccard estimate, 128 permutations)"
+    # the estimate is a fraction of 128 equal positions
+    assert ledger["zh-orig"]["value"] * 128 == round(ledger["zh-orig"]["value"] * 128)
+
+
+def test_saved_signatures_are_datasketch_hashvalues_as_little_endian_bytes(tmp_path):
+    from dataclean.dedup import minhash as mh
+
+    out, _ = run_dedup(tmp_path, docs(), name="sigs")
+    table = pq.read_table(out / "dedup" / "minhash_signatures")
+    assert table.schema.field("sig").type == pa.binary(512)
+    saved = dict(zip(table.column("id").to_pylist(), table.column("sig").to_pylist()))
+    text = pa.array([dict(docs())["zh-edit"]])  # (normalize changes nothing in it)
+    values, offsets = mh.shingle_hashes(mh.shingle_text(text))
+    expected = mh.signatures(values, offsets, 128, 1)[0]
+    assert np.frombuffer(saved["zh-edit"], "<u4").tolist() == expected.tolist()
+    lean = mh.to_lean_minhash(saved["zh-edit"])
+    assert lean.hashvalues.tolist() == expected.tolist() and lean.jaccard(mh.to_lean_minhash(expected)) == 1.0
+    assert "en-orig" not in saved and "empty-ish" not in saved  # removed / no signature
+    bands = pq.read_table(out / "dedup" / "minhash_bands").to_pylist()
+    mine = [(r["band"], r["h"]) for r in bands if r["id"] == "zh-edit"]
+    stage = MinHashDedup()
+    assert mine == list(enumerate(mh.band_hashes(expected[None, :], stage.bands, stage.rows)[0].tolist(), 1))
+
+
+def test_dedup_against_reads_signatures_an_earlier_version_saved_as_lists(tmp_path):
+    first, _ = run_dedup(tmp_path, [("old-1", EN), ("old-2", ZH)], name="first")
+    new = [("new-1", edit_words(EN, 10, "red"))]
+    now, _ = run_dedup(tmp_path, new, name="now", against=[str(first)])
+    folder = first / "dedup" / "minhash_signatures"
+    for path in folder.glob("*.parquet"):  # as dataclean 0.1 wrote them: list<uint32>
+        t = pq.read_table(path)
+        sigs = [np.frombuffer(s, "<u4").tolist() for s in t.column("sig").to_pylist()]
+        pq.write_table(pa.table({"id": t.column("id"), "sig": pa.array(sigs, pa.list_(pa.uint32()))}), path)
+    then, _ = run_dedup(tmp_path, new, name="then", against=[str(first)])
+    assert removed(then) == removed(now) == [("new-1", "near_duplicate_earlier", "old-1")]
+    value = [r["value"] for r in pq.read_table(then / "rejected").to_pylist()]
+    assert value == [r["value"] for r in pq.read_table(now / "rejected").to_pylist()] and 0.8 <= value[0] < 1.0

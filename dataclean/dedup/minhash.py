@@ -753,10 +753,13 @@ def band_hashes(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 def to_lean_minhash(sig_row: np.ndarray, seed: int = 1, *, scheme: str = DEFAULT_SCHEME):
     """One signature row as a ``datasketch.LeanMinHash`` (for ``MinHashLSH``, Redis-backed or not). Give
-    the ``seed`` and ``scheme`` the row was computed with."""
+    the ``seed`` and ``scheme`` the row was computed with. ``sig_row`` is a row of :func:`signatures`, or a
+    signature as a run saves it (``sig`` of ``dedup/minhash_signatures/``: bytes of little-endian uint32)."""
     from datasketch import LeanMinHash
 
     _check_scheme(scheme)
+    if isinstance(sig_row, (bytes, bytearray, memoryview)):
+        sig_row = np.frombuffer(sig_row, "<u4")
     row = np.asarray(sig_row, dtype=np.uint64)
     try:
         return LeanMinHash(seed=seed, hashvalues=row, scheme=scheme)

@@ -31,8 +31,15 @@ exact Jaccard >= 0.8; with signature verification and datasketch's default weigh
 the same set gave precision 0.962 and recall 0.806.
 
 Artifacts in ``OUT/dedup/``: ``clusters.parquet`` (one row per member of every cluster of two or more),
-``cluster_sizes.parquet``, and, for a later ``--dedup-against``, ``minhash_bands/`` and
-``minhash_signatures/`` of the documents this run kept (one part per pass-2 task), with ``minhash_params.json``.
+``cluster_sizes.parquet``, and, for a later ``--dedup-against``, ``minhash_bands/`` (``id, band, h``) and
+``minhash_signatures/`` (``id, sig``) of the documents this run kept (one part per pass-2 task), with
+``minhash_params.json``.
+
+A signature is stored as one fixed-size binary value, its ``num_perm`` hash values as little-endian uint32
+(``numpy.frombuffer(sig, "<u4")`` gives datasketch's ``hashvalues``; :func:`signature_matrix` a column's),
+and the survivors' band hashes likewise as little-endian uint64: Parquet writes a list column with a
+repetition level per value, which made a list of 128 uint32 twice as slow to write and three times as slow to
+read as a 512-byte value. (Signatures of an earlier run saved as ``list<uint32>`` are read as well.)
 """
 from __future__ import annotations
 
@@ -61,10 +68,10 @@ SIGS_DIR = "minhash_signatures"  # dedup/minhash_signatures/part-TTTTT-NNNNN.par
 class MinHashDedup(Stage):
     kind = "minhash_dedup"
     is_global = True
-    signal_fields = [
+    signal_fields = [  # (with the widths of the default 128 permutations in 16 bands; per instance below)
         pa.field("minhash_shingles", pa.int64()),
-        pa.field("minhash_sig", pa.list_(pa.uint32())),
-        pa.field("minhash_bands", pa.list_(pa.uint64())),
+        pa.field("minhash_sig", pa.binary(4 * 128)),  # num_perm little-endian uint32
+        pa.field("minhash_bands", pa.binary(8 * 16)),  # bands little-endian uint64
     ]
     internal_columns = ("minhash_sig", "minhash_bands")
     global_columns = ("n_chars", "source", "lang", "quality_score")
@@ -97,6 +104,12 @@ class MinHashDedup(Stage):
         if int(bands) * int(rows) > self.num_perm:
             raise ValueError(f"minhash_dedup: bands * rows = {bands * rows} exceeds num_perm = {self.num_perm}")
         self.bands, self.rows = int(bands), int(rows)
+        self.signal_fields = [MinHashDedup.signal_fields[0], pa.field("minhash_sig", pa.binary(4 * self.num_perm)),
+                              pa.field("minhash_bands", pa.binary(8 * self.bands))]
+        self.kept_schemas = {
+            BANDS_DIR: pa.schema([("id", pa.string()), ("band", pa.int32()), ("h", pa.uint64())]),
+            SIGS_DIR: pa.schema([("id", pa.string()), ("sig", pa.binary(4 * self.num_perm))]),
+        }
         self.verify_pairs = bool(verify_pairs)
         if verify_with not in ("exact", "signature"):
             raise ValueError("minhash_dedup.verify_with must be exact or signature")
@@ -118,10 +131,9 @@ class MinHashDedup(Stage):
         sigs = signatures(values, offsets, self.num_perm, self.seed)
         bands = band_hashes(sigs, self.bands, self.rows)
         has = counts > 0
-        sig_list = _list_array(sigs.astype(np.uint32), has, pa.uint32())
-        band_list = _list_array(bands.astype(np.uint64), has, pa.uint64())
         return StageResult(with_columns(batch, {"minhash_shingles": pa.array(counts, pa.int64()),
-                                                "minhash_sig": sig_list, "minhash_bands": band_list}))
+                                                "minhash_sig": _fixed_binary(sigs.astype("<u4"), has),
+                                                "minhash_bands": _fixed_binary(bands.astype("<u8"), has)}))
 
     # -- the global step's shuffle (dataclean/exec/shuffle.py) -------------------------------------------
     shuffle_schema = pa.schema([("band", pa.int32()), ("h", pa.uint64()), ("doc_key", pa.int64())])
@@ -134,13 +146,15 @@ class MinHashDedup(Stage):
         col = batch.column("minhash_bands")
         if isinstance(col, pa.ChunkedArray):
             col = col.combine_chunks()
-        parent = pc.list_parent_indices(col).to_numpy()
-        h = pc.list_flatten(col).to_numpy(zero_copy_only=False).astype(np.uint64)
-        starts = np.r_[0, np.flatnonzero(np.diff(parent)) + 1]
-        band = np.arange(len(parent), dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, len(parent)])) + 1
-        keys = batch.column("doc_key").to_numpy()[parent] if len(parent) else np.zeros(0, np.int64)
-        rows = pa.table({"band": pa.array(band.astype(np.int32)), "h": pa.array(h, pa.uint64()),
-                         "doc_key": pa.array(keys, pa.int64())})
+        bands = col.type.byte_width // 8
+        matrix = signature_matrix(col, bands, "<u8")
+        keys = batch.column("doc_key").to_numpy()
+        if col.null_count:
+            has = np.flatnonzero(pc.is_valid(col).to_numpy(zero_copy_only=False))
+            matrix, keys = matrix[has], keys[has]
+        h = matrix.reshape(-1).astype(np.uint64)
+        rows = pa.table({"band": pa.array(np.tile(np.arange(1, bands + 1, dtype=np.int32), len(keys))),
+                         "h": pa.array(h, pa.uint64()), "doc_key": pa.array(np.repeat(keys, bands), pa.int64())})
         return rows, h
 
     # -- global step -------------------------------------------------------------------------------------
@@ -216,9 +230,10 @@ class MinHashDedup(Stage):
         atomic_write_table(pa.table({"comp": pa.array(edge_comp[order], pa.int64()), "a": pa.array(a[order], pa.int64()),
                                      "b": pa.array(b[order], pa.int64())}), edges_file, row_group_rows=65536,
                            codec=WORK_CODEC)
-        columns = ["id", "n_chars", "source", "lang", "minhash_sig"]
+        columns = ["id", "n_chars", "source", "lang"]
         columns += ["quality_score"] if "quality_score" in ctx.columns else []
-        columns += ["text"] if self.verify_with == "exact" else []
+        # what the similarity is computed from: the texts (exact Jaccard) or the signatures
+        columns += ["text"] if self.verify_with == "exact" else ["minhash_sig"]
         rows = os.path.join(work, "rows")
         found = run_map(ctx, "gather", "doc_key", params={"nodes": nodes_file, "columns": columns, "dest": rows})
         parts: dict[int, list[tuple[str, int]]] = {}
@@ -237,8 +252,7 @@ class MinHashDedup(Stage):
         """Verify the candidate edges of whole components, then cluster each verified component."""
         keys = nodes.column("doc_key").to_numpy()
         u, v = np.searchsorted(keys, a), np.searchsorted(keys, b)
-        sigs = _sig_matrix(nodes.column("minhash_sig"), self.num_perm)
-        similarity = self._similarity_fn(nodes, sigs)
+        similarity = self._similarity_fn(nodes)
         if self.verify_pairs:
             pairs = getattr(similarity, "pairs", None)
             if pairs is not None:  # the compiled exact Jaccard, all edges at once
@@ -278,9 +292,11 @@ class MinHashDedup(Stage):
         })
         return removed, clusters
 
-    def _similarity_fn(self, nodes: pa.Table, sigs: np.ndarray):
-        """similarity(i, j) of two nodes: exact Jaccard of their shingle sets, or the signature estimate."""
+    def _similarity_fn(self, nodes: pa.Table):
+        """similarity(i, j) of two nodes: exact Jaccard of their shingle sets (from ``text``), or the signature
+        estimate (from ``minhash_sig``)."""
         if self.verify_with != "exact":
+            sigs = signature_matrix(nodes.column("minhash_sig"), self.num_perm)
             return lambda i, j: float((sigs[i] == sigs[j]).mean())
         values, offsets = shingle_hashes(shingle_text(nodes.column("text").combine_chunks()), self.word_ngram,
                                          self.char_ngram)
@@ -333,13 +349,16 @@ class MinHashDedup(Stage):
         return reps, sims
 
     def _against_old(self, ctx, view: str, old: str) -> None:
+        from dataclean.exec.shuffle import file_name
+
         con = ctx.con
         folder = os.path.join(old, "dedup")
+        # the band rows of this run's documents: what pass 1 wrote for the reduce tasks, less the removed
+        band_files = [os.path.join(ctx.lay.pass1_dir(t), file_name(self.name)) for t in ctx.tasks]
         con.execute(f"""
             CREATE OR REPLACE TEMP TABLE mh_old AS
             SELECT n.doc_key, o.id AS old_id
-            FROM (SELECT doc_key, generate_subscripts(minhash_bands, 1) AS band, unnest(minhash_bands) AS h
-                  FROM {view} WHERE minhash_bands IS NOT NULL) n
+            FROM (SELECT band, h, doc_key FROM read_parquet({sql_list(band_files)}) SEMI JOIN {view} USING (doc_key)) n
             JOIN read_parquet({sql_string(os.path.join(folder, BANDS_DIR, "*.parquet"))}) o USING (band, h)
             GROUP BY ALL""")
         pairs = con.sql(f"""
@@ -350,8 +369,8 @@ class MinHashDedup(Stage):
         con.execute("DROP TABLE mh_old")
         if pairs.num_rows == 0:
             return
-        sim = (_sig_matrix(pairs.column("new_sig"), self.num_perm)
-               == _sig_matrix(pairs.column("old_sig"), self.num_perm)).mean(axis=1)
+        sim = (signature_matrix(pairs.column("new_sig"), self.num_perm)
+               == signature_matrix(pairs.column("old_sig"), self.num_perm)).mean(axis=1)
         keys = pairs.column("doc_key").to_numpy()
         ok = sim >= self.min_similarity_to_rep
         # per new document, the most similar earlier document (ties: smallest old id, the sort order)
@@ -396,11 +415,7 @@ class MinHashDedup(Stage):
         os.makedirs(ctx.lay.dedup, exist_ok=True)
         write_json_atomic(self.params_record(), os.path.join(ctx.lay.dedup, PARAMS_FILE))
 
-    # -- pass 2: what a later run dedups against ---------------------------------------------------------
-    kept_schemas = {
-        BANDS_DIR: pa.schema([("id", pa.string()), ("band", pa.int32()), ("h", pa.uint64())]),
-        SIGS_DIR: pa.schema([("id", pa.string()), ("sig", pa.list_(pa.uint32()))]),
-    }
+    # -- pass 2: what a later run dedups against (kept_schemas: set per instance) ---------------------------
 
     @property
     def kept_rows_per_doc(self) -> dict[str, int]:
@@ -444,11 +459,10 @@ def verify_task(spec: VerifySpec) -> dict:
     # this chunk's row group of each gathered file (every chunk has candidates, so there is one at least)
     nodes = pa.concat_tables([pq.ParquetFile(f).read_row_group(rg) for f, rg in spec.rows]).sort_by("doc_key")
     q = nodes.column("quality_score") if "quality_score" in nodes.column_names else pa.nulls(nodes.num_rows, pa.float64())
-    text = nodes.column("text") if "text" in nodes.column_names else pa.nulls(nodes.num_rows, pa.string())
     nodes = pa.table({"comp": nodes.column("comp"), "doc_key": nodes.column("doc_key"), "id": nodes.column("id"),
                       "n_chars": nodes.column("n_chars"), "q": pc.cast(q, pa.float64()),
                       "source": nodes.column("source"), "lang": nodes.column("lang"),
-                      "minhash_sig": nodes.column("minhash_sig"), "text": text})
+                      **{name: nodes.column(name) for name in ("minhash_sig", "text") if name in nodes.column_names}})
     edges = pq.read_table(spec.edges, filters=where)
     removed, clusters = stage._decide_chunk(nodes, edges.column("a").to_numpy(), edges.column("b").to_numpy())
     out = {"removed": spec.dest + "-removed.parquet", "clusters": spec.dest + "-clusters.parquet"}
@@ -473,20 +487,31 @@ def _chunks(comp: np.ndarray, max_nodes: int):
         yield lo, int(labels[-1])
 
 
-def _list_array(matrix: np.ndarray, present: np.ndarray, typ: pa.DataType) -> pa.ListArray:
-    """Rows of ``matrix`` as a list column; null where ``present`` is False."""
+def _fixed_binary(matrix: np.ndarray, present: np.ndarray) -> pa.FixedSizeBinaryArray:
+    """Each row of ``matrix`` as one fixed-size binary value of its bytes (no copy); null where ``present`` is
+    False."""
     n, width = matrix.shape
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(np.where(present, width, 0), out=offsets[1:])
-    values = pa.array(matrix[present].reshape(-1), typ)
-    return pa.ListArray.from_arrays(pa.array(offsets), values, mask=pa.array(~present))
+    data = pa.py_buffer(np.ascontiguousarray(matrix))
+    validity = None if present.all() else pa.array(present, pa.bool_()).buffers()[1]
+    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(width * matrix.dtype.itemsize), n, [validity, data])
 
 
-def _sig_matrix(column, num_perm: int) -> np.ndarray:
+def signature_matrix(column, width: int, dtype: str = "<u4") -> np.ndarray:
+    """The values of a signature (or band hash) column as an ``(n, width)`` matrix of ``dtype``: a
+    fixed-size binary column (as dataclean writes them), a variable binary one of values of that size (as
+    DuckDB returns them), or a list column (the ``list<uint32>`` signatures of dataclean before 0.2). The rows
+    of null values hold unspecified numbers."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
-    flat = pc.list_flatten(column).to_numpy(zero_copy_only=False)
-    return flat.reshape(-1, num_perm)
+    if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+        return pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(dtype).reshape(-1, width)
+    nbytes = width * np.dtype(dtype).itemsize
+    if not pa.types.is_fixed_size_binary(column.type):
+        column = pc.cast(column, pa.binary(nbytes))
+    if column.type.byte_width != nbytes:
+        raise ValueError(f"a column of {column.type.byte_width}-byte values is no signature of {width} x {dtype}")
+    values = np.frombuffer(column.buffers()[1], dtype=dtype) if len(column) else np.zeros(0, dtype)
+    return values[column.offset * width:(column.offset + len(column)) * width].reshape(-1, width)
 
 
 def connected_components(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
