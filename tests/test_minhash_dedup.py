@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import dataclean
-from dataclean.stages.dedup_minhash import MinHashDedup, connected_components
+from dataclean.stages.dedup_minhash import MinHashDedup, _chunks, chunk_size, connected_components
 
 import numpy as np
 
@@ -233,3 +233,11 @@ def test_dedup_against_reads_signatures_an_earlier_version_saved_as_lists(tmp_pa
     assert removed(then) == removed(now) == [("new-1", "near_duplicate_earlier", "old-1")]
     value = [r["value"] for r in pq.read_table(then / "rejected").to_pylist()]
     assert value == [r["value"] for r in pq.read_table(now / "rejected").to_pylist()] and 0.8 <= value[0] < 1.0
+
+
+def test_verification_chunks_give_every_worker_two():
+    assert chunk_size(12_335, 10_000, 2) == 3_084  # (the bench corpus' candidates: was 10,001 + 2,334)
+    assert chunk_size(1_000_000, 10_000, 8) == 10_000  # chunk_nodes bounds a task's memory
+    assert chunk_size(7, 10_000, None) == 4 and chunk_size(0, 10_000, 4) == 1
+    comp = np.array([0, 0, 0, 3, 3, 5, 6, 6, 6, 6])  # whole components only: a chunk may hold more
+    assert list(_chunks(comp, chunk_size(len(comp), 10_000, 2))) == [(0, 0), (3, 5), (6, 6)]

@@ -210,16 +210,18 @@ class MinHashDedup(Stage):
         1. ``gather``: one map task per pass-1 task reads its own documents and keeps the candidates' rows
            (text, signature, quality...), sorted by component (dataclean/exec/aggregate.py), so the driver
            never scans the corpus;
-        2. one :func:`verify_task` per chunk of whole components (about ``chunk_nodes`` candidates) reads its
-           components' rows and edges and runs :meth:`_decide_chunk`. Components are independent, so the
-           chunks run in parallel (through the executor: Ray tasks on a cluster; in this process with the
-           local executor, whose workers are stopped before the driver's part of the global step)."""
+        2. one :func:`verify_task` per chunk of whole components reads its components' rows and edges and runs
+           :meth:`_decide_chunk`. Components are independent, so the chunks run in parallel through the
+           executor (its process pool, Ray tasks on a cluster) and their decisions do not depend on how the
+           components are cut: a chunk holds about ``chunk_nodes`` candidates (what bounds a task's memory), or
+           fewer, so that every worker gets two chunks (12,335 candidates on 2 workers were cut 10,001 + 2,334:
+           one worker verified for 0.41 s while the other waited after 0.14 s)."""
         from dataclean.exec.aggregate import run_map
 
         work = ctx.lay.p("_work", "global", f"nodes-{self.name}")
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
-        bounds = list(_chunks(comp, self.chunk_nodes))
+        bounds = list(_chunks(comp, chunk_size(len(keys), self.chunk_nodes, getattr(ctx.executor, "workers", 1))))
         chunk = np.searchsorted(np.array([hi for _, hi in bounds], np.int64), comp)  # the chunk of each node
         nodes_file = os.path.join(work, "nodes.parquet")
         atomic_write_table(pa.table({"doc_key": pa.array(keys, pa.int64()), "comp": pa.array(comp, pa.int64()),
@@ -472,8 +474,15 @@ def verify_task(spec: VerifySpec) -> dict:
     return out
 
 
+def chunk_size(nodes: int, chunk_nodes: int, workers: int | None) -> int:
+    """Candidates per verification chunk: ``chunk_nodes`` at most, fewer when that gives each of ``workers``
+    fewer than two chunks."""
+    return max(1, min(int(chunk_nodes), -(-int(nodes) // (2 * max(1, int(workers or 1))))))
+
+
 def _chunks(comp: np.ndarray, max_nodes: int):
-    """(first, last) component labels of consecutive groups of whole components of about ``max_nodes`` nodes."""
+    """(first, last) component labels of consecutive groups of whole components of about ``max_nodes`` nodes
+    (at least ``max_nodes``, but for the last; one component may hold more)."""
     labels, counts = np.unique(comp, return_counts=True)
     lo, total = None, 0
     for label, count in zip(labels.tolist(), counts.tolist()):
