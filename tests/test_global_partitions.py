@@ -48,36 +48,16 @@ def test_reduce_task_keeps_keys_seen_twice_across_tasks(tmp_path):
         w.commit()
         assert rows.column("origin").to_pylist() == pq.read_table(
             os.path.join(folder, "shuffle-ids.parquet")).sort_by("doc_key").column("origin").to_pylist()
-    found, connections = [], []
+    found = []
     for p in range(2):
-        res = shuffle.reduce_task(shuffle.ReduceSpec("ids", p, str(tmp_path), shuffle.ID_REDUCE, (0, 1, 2), "200MB",
-                                                     "fp"))
-        assert res["partition"] == p
-        connections.append(shuffle._REDUCE["con"])
+        [res] = shuffle.reduce_task(shuffle.ReduceSpec((("ids", shuffle.ID_REDUCE),), p, str(tmp_path), (0, 1, 2),
+                                                       "200MB", "fp"))
+        assert (res["kind"], res["partition"]) == ("ids", p)
         found += pq.read_table(tmp_path / "_work/global/cand/ids" / f"part-{p:05d}.parquet").to_pylist()
     assert sorted((r["id"], r["origin"]) for r in found) == [
         ("y", "in0#1"), ("y", "in1#0"), ("z", "in0#2"), ("z", "in2#0"), ("z", "in2#1")]
     assert (tmp_path / "_work/markers/global-cand-ids-00001.json").exists()
     assert not list((tmp_path / "_work" / "duckdb_tmp").glob("*"))  # spill folders removed
-    assert connections[0] is connections[1]  # the second task reused the process's connection
-    shuffle.release_connection()
-    assert shuffle._REDUCE == {}
-
-
-def test_a_reduce_connection_that_spilled_is_replaced(tmp_path):
-    a, b, c = (tmp_path / name for name in "abc")
-    for folder in (a, b, c):
-        folder.mkdir()
-    con = shuffle._reduce_connection("16MB", str(a))
-    assert shuffle._reduce_connection("16MB", str(b)) is con  # nothing spilled yet: pointed at the next folder
-    # sorting 24 MB of hashes under 16 MB spills to b
-    con.execute(f"COPY (SELECT hash(range) AS h FROM range(3000000) ORDER BY h) TO '{tmp_path / 'x.parquet'}'")
-    assert os.listdir(b)
-    other = shuffle._reduce_connection("16MB", str(c))
-    assert other is not con and shuffle._REDUCE["con"] is other
-    assert other.sql("SELECT current_setting('temp_directory')").fetchall() == [(str(c),)]
-    assert shuffle._reduce_connection("32MB", str(c)) is not other  # another memory limit: another connection
-    shuffle.release_connection()
 
 
 def test_fixed_binary_key_reads_the_first_eight_bytes_little_endian():
@@ -138,3 +118,24 @@ def test_bad_partition_count_is_a_config_error(tmp_path):
     proc = run_cli("run", SAMPLE, "-o", tmp_path / "out", "--config", cfg, "--quiet")
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: global.partitions: must be an integer from 1 to 100000, got 0"
+
+
+def test_a_reduce_task_killed_midway_redoes_only_the_kinds_without_a_marker(tmp_path):
+    from dataclean.config import resolve_config
+    from dataclean.exec.global_step import run_reduce_tasks
+    from dataclean.exec.tasks import load_marker, pipeline_for
+
+    out = tmp_path / "out"
+    # partition 2's task wrote its ids and exact-hash candidates, but not the latter's marker
+    r = run_cli("run", SAMPLE, "-o", out, "--quiet", env_extra={"DATACLEAN_FAILPOINTS": "reduce-exact_dedup-2"})
+    assert r.returncode == -9
+    lay = Layout(str(out))
+    done = load_marker(lay, "global-cand-ids-00002")
+    cfg = resolve_config(None)
+    results = run_reduce_tasks(lay, cfg, pipeline_for(cfg), done["fingerprint"], done["tasks"], executor=None)
+    kinds = ("ids", "exact_dedup", "minhash_dedup")
+    assert [(res["kind"], res["partition"]) for res in results] == \
+        [("exact_dedup", 2), ("minhash_dedup", 2)] + [(k, p) for p in range(3, 8) for k in kinds]
+    for p in range(8):
+        for k in kinds:
+            assert load_marker(lay, shuffle.marker_name(k, p))["fingerprint"] == done["fingerprint"]

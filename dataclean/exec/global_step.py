@@ -64,24 +64,25 @@ def shuffle_kinds(pipeline) -> dict[str, tuple[str, object]]:
 
 def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: list[int], executor,
                      on_done=None) -> list[dict]:
-    """The reduce tasks of every kind and partition whose marker is missing, through ``executor``."""
+    """The reduce tasks (one per partition, for every kind whose marker is missing), through ``executor``;
+    one result per kind and partition."""
     specs = []
-    for kind, (sql, _) in shuffle_kinds(pipeline).items():
-        for p in range(int(cfg["global"]["partitions"])):
+    for p in range(int(cfg["global"]["partitions"])):
+        todo = []
+        for kind, (sql, _) in shuffle_kinds(pipeline).items():
             m = load_marker(lay, shuffle.marker_name(kind, p))
-            if m and m.get("fingerprint") == fingerprint and m.get("tasks") == tasks:
-                continue
-            specs.append(shuffle.ReduceSpec(kind, p, lay.root, sql, tuple(tasks),
-                                            cfg["global"]["task_memory_limit"], fingerprint,
-                                            cfg["global"]["temp_directory"]))
+            if not (m and m.get("fingerprint") == fingerprint and m.get("tasks") == tasks):
+                todo.append((kind, sql))
+        if todo:
+            specs.append(shuffle.ReduceSpec(tuple(todo), p, lay.root, tuple(tasks), cfg["global"]["task_memory_limit"],
+                                            fingerprint, cfg["global"]["temp_directory"]))
     if not specs:
         return []
-    try:
-        if executor is None:
-            return [shuffle.reduce_task(spec) for spec in specs]
-        return executor.map(shuffle.reduce_task, specs, on_done=on_done)
-    finally:
-        shuffle.release_connection()  # (the one reduce tasks run in this process kept, if any)
+    if executor is None:
+        done = [shuffle.reduce_task(spec) for spec in specs]
+    else:
+        done = executor.map(shuffle.reduce_task, specs, on_done=on_done)
+    return [result for results in done for result in results]
 
 
 def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerprint: str,
