@@ -324,3 +324,8 @@ def test_loading_the_kernels_does_not_import_scipy_linalg_and_numba_keeps_its_bl
     env = {k: v for k, v in os.environ.items() if k != kernels.ENV}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.split() == ["False", "True", "3.0", "True"]
+    # with another thread alive (which could be importing scipy), numba is imported as it is
+    threaded = "import threading; e = threading.Event(); threading.Thread(target=e.wait).start()\n" + \
+        code.replace("print('scipy.linalg' in sys.modules)", "print('scipy.linalg' in sys.modules); e.set()")
+    out = subprocess.run([sys.executable, "-c", threaded], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split() == ["True", "True", "3.0", "True"]

@@ -97,18 +97,20 @@ def load_compiled(load, what: str, fallback: str):
 
 
 def _import_numba():
-    """``import numba``, with its implementation modules, without importing ``scipy.linalg``.
+    """``import numba``, with its implementation modules, if possible without importing ``scipy.linalg``.
 
     numba's ``numba.np.arraymath``, imported before any compiled function can be loaded, imports
     ``scipy.linalg`` only to learn whether a BLAS is there (``_HAVE_BLAS``, which picks the inner product of
     ``np.correlate`` / ``np.convolve``). With scipy 1.17 that import costs ~0.1 s (its array-API layer walks
     every attribute of numpy, which imports ``numpy.f2py`` and ``numpy.testing``): a tenth of a second more
-    before the first worker of a run can start, for kernels that use no BLAS. So ``scipy.linalg`` is kept out
-    while numba sets up, and ``_HAVE_BLAS`` is then set to what numba would have found (scipy installed);
-    the BLAS functions (``np.dot``...) import ``scipy.linalg`` themselves when a function using them is compiled,
-    so numba code of the caller's that needs it works as before. Where ``scipy.linalg`` is already imported,
-    nothing is changed."""
-    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+    before the first worker of a run can start, for kernels that use no BLAS. So, in a process with a single
+    thread (the workers' fork server; a script), ``scipy.linalg`` is kept out while numba sets up —
+    ``sys.modules`` is the whole process's, so another thread importing scipy then would fail — and
+    ``_HAVE_BLAS`` is then set to whether scipy is installed. The BLAS functions (``np.dot``...) import
+    ``scipy.linalg`` themselves when a function using them is compiled, so numba code of the caller's that needs
+    it works as before. Where ``scipy.linalg`` or numba's modules are already imported, or numba fails to set up
+    without ``scipy.linalg``, numba is imported as it is."""
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules or threading.active_count() > 1:
         import numba
         import numba.np.arraymath  # noqa: F401
         return numba
@@ -116,9 +118,15 @@ def _import_numba():
     try:
         import numba
         import numba.np.arraymath
+    except ImportError:  # (a numba that needs scipy.linalg after all: below, as it is)
+        pass
     finally:
         if sys.modules.get("scipy.linalg", 0) is None:
             del sys.modules["scipy.linalg"]
+    if "numba.np.arraymath" not in sys.modules:
+        import numba
+        import numba.np.arraymath  # noqa: F401
+        return numba
     numba.np.arraymath._HAVE_BLAS = importlib.util.find_spec("scipy") is not None
     return numba
 
