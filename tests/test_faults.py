@@ -307,3 +307,18 @@ def test_run_killed_while_writing_its_owner_file_can_be_rerun(tmp_path):
                   "foundation.yaml", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert not owner_tmp.exists()
+
+
+def test_a_run_folder_of_another_file_format_is_not_resumed(tmp_path, monkeypatch):
+    import dataclean
+    from dataclean.exec import layout, runner
+
+    shard = tmp_path / "in.jsonl"
+    shard.write_text('{"id": "a", "text": "one line of text"}\n', encoding="utf-8")
+    cfg = dataclean.resolve_config(None)
+    now = runner.fingerprint(cfg, [str(shard)])
+    dataclean.run([str(shard)], str(tmp_path / "out"), config=cfg)
+    monkeypatch.setattr(layout, "FILE_FORMAT", layout.FILE_FORMAT - 1)  # a folder written by an older dataclean
+    assert runner.fingerprint(cfg, [str(shard)]) != now
+    with pytest.raises(dataclean.RunError, match="or another version of dataclean"):
+        dataclean.run([str(shard)], str(tmp_path / "out"), config=cfg)

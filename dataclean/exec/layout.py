@@ -5,6 +5,10 @@ import os
 from dataclasses import dataclass
 
 OWNER_FILE = ".dataclean-run.json"
+#: The format of the files a run writes, for itself (``_work``) and for the next ones (``dedup/``); part of the
+#: run's fingerprint, so that a run folder written in another format is started over, never resumed with its
+#: files. 2: MinHash signatures and band hashes as fixed-size binary values (1: lists).
+FILE_FORMAT = 2
 #: Everything dataclean writes at the top of an output folder; ``--fresh`` removes only these.
 OWNED_ENTRIES = ("data", "rejected", "stats", "dedup", "_work", "manifest.json", "report.html", OWNER_FILE)
 

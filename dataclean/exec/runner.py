@@ -92,12 +92,14 @@ def model_files_digest(cfg) -> dict[str, str]:
 
 def fingerprint(cfg: dict, inputs: list[str]) -> str:
     """What a run's markers are valid for: the resolved config, the rules folder, the model files it names,
-    the inputs (size, mtime)."""
+    the inputs (size, mtime), dataclean's version and file format."""
     files = [(p, *iofs.stat(p)) for p in inputs]
     from dataclean import __version__
+    from dataclean.exec import layout
 
     blob = json.dumps({"config": config_hash(cfg), "rules": rules_digest(), "models": model_files_digest(cfg),
-                       "version": __version__, "inputs": files}, sort_keys=True).encode()
+                       "version": __version__, "format": layout.FILE_FORMAT, "inputs": files},
+                      sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()
 
 
@@ -149,7 +151,8 @@ def _check_output_folder(out: str, inputs: list[str], fp: str, fresh: bool) -> N
     with open(lay.owner, encoding="utf-8") as fh:
         owner = json.load(fh)
     if owner.get("fingerprint") != fp:
-        raise RunError(f"output folder {out} holds a run with a different configuration or different inputs "
+        raise RunError(f"output folder {out} holds a run with a different configuration, different inputs "
+                       "or another version of dataclean "
                        f"(fingerprint {owner.get('fingerprint', '?')[:12]} vs {fp[:12]}). "
                        "Use --fresh to discard it and start over, or choose another output folder.")
 
@@ -239,8 +242,8 @@ def _check_destination(dest: str, fp: str, fresh: bool) -> None:
     with iofs.open_input_stream(owner) as fh:
         theirs = json.loads(fh.read().decode("utf-8"))
     if theirs.get("fingerprint") != fp:
-        raise RunError(f"output {dest} holds a run with a different configuration or different inputs; "
-                       "use --fresh to discard it, or choose another location")
+        raise RunError(f"output {dest} holds a run with a different configuration, different inputs or another "
+                       "version of dataclean; use --fresh to discard it, or choose another location")
 
 
 def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False, quiet: bool = True,
