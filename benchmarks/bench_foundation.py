@@ -77,7 +77,7 @@ def _dataclean_cmd() -> list[str]:
     one on PATH, else ``python -m dataclean.cli``. The script next to ``sys.executable`` comes first: on PATH
     there may be a version manager's shim instead (pyenv's runs bash and pyenv before Python: +0.04 s a run)."""
     here = os.path.join(os.path.dirname(sys.executable), "dataclean")
-    exe = here if os.access(here, os.X_OK) else shutil.which("dataclean")
+    exe = here if os.path.isfile(here) and os.access(here, os.X_OK) else shutil.which("dataclean")
     return [exe] if exe else [sys.executable, "-m", "dataclean.cli"]
 
 

@@ -758,6 +758,8 @@ def to_lean_minhash(sig_row: np.ndarray, seed: int = 1, *, scheme: str = DEFAULT
     from datasketch import LeanMinHash
 
     _check_scheme(scheme)
+    if isinstance(sig_row, pa.Scalar):
+        sig_row = sig_row.as_py()
     if isinstance(sig_row, (bytes, bytearray, memoryview)):
         sig_row = np.frombuffer(sig_row, "<u4")
     row = np.asarray(sig_row, dtype=np.uint64)

@@ -208,7 +208,7 @@ class MinHashDedup(Stage):
         """Verify and cluster the candidate components as tasks; return the files of their removals and clusters.
 
         1. ``gather``: one map task per pass-1 task reads its own documents and keeps the candidates' rows
-           (text, signature, quality...), sorted by component (dataclean/exec/aggregate.py), so the driver
+           (text or signature, quality...), sorted by component (dataclean/exec/aggregate.py), so the driver
            never scans the corpus;
         2. one :func:`verify_task` per chunk of whole components reads its components' rows and edges and runs
            :meth:`_decide_chunk`. Components are independent, so the chunks run in parallel through the
@@ -508,8 +508,9 @@ def _fixed_binary(matrix: np.ndarray, present: np.ndarray) -> pa.FixedSizeBinary
 def signature_matrix(column, width: int, dtype: str = "<u4") -> np.ndarray:
     """The values of a signature (or band hash) column as an ``(n, width)`` matrix of ``dtype``: a
     fixed-size binary column (as dataclean writes them), a variable binary one of values of that size (as
-    DuckDB returns them), or a list column (the ``list<uint32>`` signatures of dataclean before 0.2). The rows
-    of null values hold unspecified numbers."""
+    DuckDB returns them), or a list column (the ``list<uint32>`` signatures of file format 1, see
+    :data:`dataclean.exec.layout.FILE_FORMAT`). The rows of null values hold unspecified numbers (of a list
+    column, they are left out: give it no nulls)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
