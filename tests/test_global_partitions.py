@@ -50,8 +50,8 @@ def test_reduce_task_keeps_keys_seen_twice_across_tasks(tmp_path):
             os.path.join(folder, "shuffle-ids.parquet")).sort_by("doc_key").column("origin").to_pylist()
     found = []
     for p in range(2):
-        [res] = shuffle.reduce_task(shuffle.ReduceSpec((("ids", shuffle.ID_REDUCE),), p, str(tmp_path), (0, 1, 2),
-                                                       "200MB", "fp"))
+        [res] = shuffle.reduce_task(shuffle.ReduceSpec(((p, (("ids", shuffle.ID_REDUCE),)),), str(tmp_path),
+                                                       (0, 1, 2), "200MB", "fp"))
         assert (res["kind"], res["partition"]) == ("ids", p)
         found += pq.read_table(tmp_path / "_work/global/cand/ids" / f"part-{p:05d}.parquet").to_pylist()
     assert sorted((r["id"], r["origin"]) for r in found) == [
@@ -132,10 +132,22 @@ def test_a_reduce_task_killed_midway_redoes_only_the_kinds_without_a_marker(tmp_
     lay = Layout(str(out))
     done = load_marker(lay, "global-cand-ids-00002")
     cfg = resolve_config(None)
-    results = run_reduce_tasks(lay, cfg, pipeline_for(cfg), done["fingerprint"], done["tasks"], executor=None)
+
+    class TwoWorkers:  # an executor of 2 workers that runs its tasks here, in order
+        workers = 2
+        specs: list = []
+
+        def map(self, fn, specs, on_done=None):
+            self.specs.extend(specs)
+            return [fn(spec) for spec in specs]
+
+    ex = TwoWorkers()
+    results = run_reduce_tasks(lay, cfg, pipeline_for(cfg), done["fingerprint"], done["tasks"], executor=ex)
     kinds = ("ids", "exact_dedup", "minhash_dedup")
     assert [(res["kind"], res["partition"]) for res in results] == \
         [("exact_dedup", 2), ("minhash_dedup", 2)] + [(k, p) for p in range(3, 8) for k in kinds]
+    # one task per worker, the partitions dealt round-robin
+    assert [[p for p, _ in spec.jobs] for spec in ex.specs] == [[2, 4, 6], [3, 5, 7]]
     for p in range(8):
         for k in kinds:
             assert load_marker(lay, shuffle.marker_name(k, p))["fingerprint"] == done["fingerprint"]

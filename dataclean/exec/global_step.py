@@ -64,9 +64,10 @@ def shuffle_kinds(pipeline) -> dict[str, tuple[str, object]]:
 
 def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: list[int], executor,
                      on_done=None) -> list[dict]:
-    """The reduce tasks (one per partition, for every kind whose marker is missing), through ``executor``;
-    one result per kind and partition."""
-    specs = []
+    """Reduce every partition of every kind whose marker is missing, through ``executor``: as many tasks as it has
+    workers (partitions dealt round-robin; one task in this process without one). One result per partition and
+    kind."""
+    jobs = []
     for p in range(int(cfg["global"]["partitions"])):
         todo = []
         for kind, (sql, _) in shuffle_kinds(pipeline).items():
@@ -74,15 +75,17 @@ def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: 
             if not (m and m.get("fingerprint") == fingerprint and m.get("tasks") == tasks):
                 todo.append((kind, sql))
         if todo:
-            specs.append(shuffle.ReduceSpec(tuple(todo), p, lay.root, tuple(tasks), cfg["global"]["task_memory_limit"],
-                                            fingerprint, cfg["global"]["temp_directory"]))
-    if not specs:
+            jobs.append((p, tuple(todo)))
+    if not jobs:
         return []
+    n = min(len(jobs), max(1, int(getattr(executor, "workers", 1) or 1)))
+    specs = [shuffle.ReduceSpec(tuple(jobs[i::n]), lay.root, tuple(tasks), cfg["global"]["task_memory_limit"],
+                                fingerprint, cfg["global"]["temp_directory"]) for i in range(n)]
     if executor is None:
         done = [shuffle.reduce_task(spec) for spec in specs]
     else:
         done = executor.map(shuffle.reduce_task, specs, on_done=on_done)
-    return [result for results in done for result in results]
+    return sorted((result for results in done for result in results), key=lambda r: r["partition"])
 
 
 def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerprint: str,

@@ -116,11 +116,11 @@ def write_grouped(table: pa.Table, group: np.ndarray, column: str, path: str) ->
 
 @dataclass(frozen=True)
 class ReduceSpec:
-    """One reduce task: partition ``partition`` of each kind of ``kinds`` (``(kind, sql)`` pairs: ``sql`` selects
-    the candidate rows from the view ``rows``, the partition's key rows) over the pass-1 outputs of ``tasks``."""
+    """One reduce task: for each ``(partition, kinds)`` of ``jobs``, that partition of each kind of ``kinds``
+    (``(kind, sql)`` pairs: ``sql`` selects the candidate rows from the view ``rows``, the partition's key rows),
+    over the pass-1 outputs of ``tasks``."""
 
-    kinds: tuple[tuple[str, str], ...]
-    partition: int
+    jobs: tuple[tuple[int, tuple[tuple[str, str], ...]], ...]
     out: str
     tasks: tuple[int, ...]
     memory_limit: str
@@ -137,34 +137,38 @@ def marker_name(kind: str, partition: int) -> str:
 
 
 def reduce_task(spec: ReduceSpec) -> list[dict]:
-    """Turn one partition of key rows of each kind into candidate rows (keys seen at least twice), each kind's
-    written atomically, then its marker. The kinds of a partition share the task's DuckDB connection: opening
-    one costs ~10 ms, a third of a reduce on the bench corpus (24 tasks of one kind each took 0.52 s, 8 of three
-    kinds 0.33 s). Returns one result per kind."""
+    """Turn each job's partition of key rows of each kind into candidate rows (keys seen at least twice), each
+    written atomically, then its marker. Returns one result per partition and kind.
+
+    The jobs of a task share one DuckDB connection, closed at its end: opening one costs ~10 ms, a third of a
+    reduce on the bench corpus, whose 24 partitions × kinds took 0.52 s as 24 tasks on 2 workers and 0.40 s as
+    8 (one per partition); :func:`dataclean.exec.global_step.run_reduce_tasks` makes one task per worker."""
     lay = Layout(spec.out)
-    spill = os.path.join(spec.temp_root or lay.p("_work", "duckdb_tmp"), f"reduce-{spec.partition:05d}")
+    first = spec.jobs[0][0] if spec.jobs else 0
+    spill = os.path.join(spec.temp_root or lay.p("_work", "duckdb_tmp"), f"reduce-{first:05d}")
     os.makedirs(spill, exist_ok=True)
     try:
         con = duckdb_connection(spec.memory_limit, 1, spill)  # one CPU per task, like every task
         try:
-            return [_reduce_kind(con, lay, spec, kind, sql) for kind, sql in spec.kinds]
+            return [_reduce_kind(con, lay, spec, partition, kind, sql)
+                    for partition, kinds in spec.jobs for kind, sql in kinds]
         finally:
             con.close()
     finally:
         shutil.rmtree(spill, ignore_errors=True)
 
 
-def _reduce_kind(con, lay: Layout, spec: ReduceSpec, kind: str, sql: str) -> dict:
+def _reduce_kind(con, lay: Layout, spec: ReduceSpec, partition: int, kind: str, sql: str) -> dict:
     started = time.time()
     folder = candidates_dir(lay, kind)
     os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, f"part-{spec.partition:05d}.parquet")
+    path = os.path.join(folder, f"part-{partition:05d}.parquet")
     tmp = tmp_name(path)
     files = [os.path.join(lay.pass1_dir(t), file_name(kind)) for t in spec.tasks]
     try:
         with write_errors(path):
             con.execute(f"CREATE OR REPLACE TEMP VIEW rows AS SELECT * EXCLUDE ({PARTITION}) "
-                        f"FROM read_parquet({sql_list(files)}) WHERE {PARTITION} = {int(spec.partition)}")
+                        f"FROM read_parquet({sql_list(files)}) WHERE {PARTITION} = {int(partition)}")
             _injected_failure(path)
             # (COPY answers with the number of rows it wrote)
             rows = con.execute(f"COPY ({sql} ORDER BY ALL) TO {sql_string(tmp)} "
@@ -173,10 +177,10 @@ def _reduce_kind(con, lay: Layout, spec: ReduceSpec, kind: str, sql: str) -> dic
     except BaseException:
         _remove_quietly(tmp)
         raise
-    failpoint(f"reduce-{kind}-{spec.partition}")  # candidates written, marker not yet
-    result = {"kind": kind, "partition": spec.partition, "rows": rows, "tasks": list(spec.tasks),
+    failpoint(f"reduce-{kind}-{partition}")  # candidates written, marker not yet
+    result = {"kind": kind, "partition": partition, "rows": rows, "tasks": list(spec.tasks),
               "fingerprint": spec.fingerprint, "seconds": round(time.time() - started, 3)}
-    write_json_atomic(result, lay.marker(marker_name(kind, spec.partition)))
+    write_json_atomic(result, lay.marker(marker_name(kind, partition)))
     return result
 
 
