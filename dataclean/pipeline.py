@@ -50,6 +50,12 @@ class Pipeline:
         return cls(stages, keep_rejected_text=config["output"]["rejected_text"],
                    token_counter=TokenCounter.from_config(config.get("tokens")))
 
+    def task_config(self, config: dict) -> dict:
+        """``config`` (the one this pipeline was built from) with each stage's :meth:`Stage.derived_params`
+        written into its pipeline entry: the config the driver gives its tasks. It builds the same stages."""
+        entries = [dict(spec, **stage.derived_params()) for spec, stage in zip(config["pipeline"], self.stages)]
+        return dict(config, pipeline=entries)
+
     # -- schemas ------------------------------------------------------------------------------------------
     @property
     def signal_fields(self) -> list[pa.Field]:

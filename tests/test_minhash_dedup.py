@@ -241,3 +241,21 @@ def test_verification_chunks_give_every_worker_two():
     assert chunk_size(7, 10_000, None) == 4 and chunk_size(0, 10_000, 4) == 1
     comp = np.array([0, 0, 0, 3, 3, 5, 6, 6, 6, 6])  # whole components only: a chunk may hold more
     assert list(_chunks(comp, chunk_size(len(comp), 10_000, 2))) == [(0, 0), (3, 5), (6, 6)]
+
+
+def test_tasks_get_the_optimized_bands_from_the_driver():
+    from dataclean.dedup.minhash import optimal_bands
+
+    cfg = dataclean.resolve_config({"pipeline": [{"stage": "normalize"},
+                                                 {"stage": "minhash_dedup", "threshold": 0.7, "num_perm": 96}]})
+    assert cfg["pipeline"][1].get("bands") is None  # the user's config is left as it was
+    pipe = dataclean.Pipeline.from_config(cfg)
+    task_cfg = pipe.task_config(cfg)
+    assert task_cfg["pipeline"][1] == dict(cfg["pipeline"][1], bands=pipe.stages[1].bands, rows=pipe.stages[1].rows)
+    assert task_cfg["pipeline"][0] == cfg["pipeline"][0] and cfg["pipeline"][1].get("bands") is None
+    assert (pipe.stages[1].bands, pipe.stages[1].rows) == optimal_bands(0.7, 96, 0.05, 0.95)
+    optimal_bands.cache_clear()
+    worker = dataclean.Pipeline.from_config(task_cfg)  # what a worker builds: nothing to optimize
+    assert optimal_bands.cache_info().misses == 0
+    assert (worker.stages[1].bands, worker.stages[1].rows) == (pipe.stages[1].bands, pipe.stages[1].rows)
+    assert worker.survivor_schema() == pipe.survivor_schema()

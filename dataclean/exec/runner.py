@@ -311,7 +311,8 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
     try:
         # -- pass 1 -----------------------------------------------------------------------------------
         t0 = time.time()
-        specs = [TaskSpec(i, path, output, cfg, fp, publish) for i, path in enumerate(files)]
+        task_cfg = pipe.task_config(cfg)  # (with what the stages derived: no worker derives it again)
+        specs = [TaskSpec(i, path, output, task_cfg, fp, publish) for i, path in enumerate(files)]
         p1: dict[int, dict] = {}
         todo = []
         for spec in specs:

@@ -122,6 +122,12 @@ class Stage:
     def apply(self, batch: pa.RecordBatch) -> StageResult:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def derived_params(self) -> dict:
+        """Parameters the stage derived from its recipe entry (MinHash bands and rows optimized for the
+        threshold...). The driver writes them into the entry it hands to the tasks
+        (:meth:`dataclean.pipeline.Pipeline.task_config`), so that no worker derives them again. Default: none."""
+        return {}
+
     def per_row(self, batch: pa.RecordBatch, name: str, by_lang: dict | None = None) -> pa.Array:
         """Parameter ``name`` per row: ``by_lang[lang][name]`` where the row's ``lang`` has an override,
         else the stage's own value. Lets one stage apply, say, Chinese thresholds to Chinese documents."""

@@ -123,6 +123,10 @@ class MinHashDedup(Stage):
         for old in self.against:
             self._check_against(old)
 
+    def derived_params(self) -> dict:
+        # (optimal_bands costs ~36 ms, in each worker process that builds the stage without them)
+        return {"bands": self.bands, "rows": self.rows}
+
     # -- pass 1 ------------------------------------------------------------------------------------------
     def apply(self, batch: pa.RecordBatch) -> StageResult:
         n = batch.num_rows
@@ -242,6 +246,7 @@ class MinHashDedup(Stage):
         for f, c, rg in zip(*(found.column(n).to_pylist() for n in ("file", "chunk", "row_group"))):
             parts.setdefault(c, []).append((f, rg))
         spec = next(sp for sp in ctx.cfg["pipeline"] if sp.get("name", sp["stage"]) == self.name)
+        spec = dict(spec, **self.derived_params())
         specs = [VerifySpec(spec, n, lo, hi, tuple(sorted(parts.get(n, []))), edges_file,
                             os.path.join(work, "chunks", f"{n:06d}")) for n, (lo, hi) in enumerate(bounds)]
         if not specs:
