@@ -89,15 +89,13 @@ def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: 
 
 
 def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerprint: str,
-                tasks: list[int], executor=None, after_reduce=None) -> dict:
-    """The whole global step: reduce tasks (through ``executor``; ``after_reduce()`` is called when they are
-    done, e.g. to stop idle workers), then the driver's decisions, then the removal list."""
+                tasks: list[int], executor=None) -> dict:
+    """The whole global step: reduce tasks (through ``executor``), then the driver's decisions (which run their
+    map and verification tasks through it too), then the removal list."""
     started = time.time()
     kinds = shuffle_kinds(pipeline)
     if doc_files:
         run_reduce_tasks(lay, cfg, pipeline, fingerprint, tasks, executor)
-    if after_reduce is not None:
-        after_reduce()  # (a local executor starts new workers when a stage's map tasks need them)
     con = connect(cfg, lay)
     os.makedirs(os.path.dirname(lay.removals), exist_ok=True)
     con.execute("CREATE TABLE removals (doc_key BIGINT, stage VARCHAR, rule VARCHAR, reason VARCHAR, "

@@ -5,7 +5,8 @@ method), a clean process started by the driver that holds no DuckDB connection, 
 open output file, so workers are as independent of the driver as spawned ones. What a spawned worker paid at
 each start — importing dataclean's task modules (~0.25 s of CPU) and loading the compiled kernels from numba's
 disk cache (~0.45 s: importing numba and setting up LLVM) — the fork server pays once per driver process, and
-every worker of every pool the run starts (pass 1, the global step's tasks, pass 2) begins with it done.
+every worker of the run's pool (which stays up from pass 1 through the global step's tasks to pass 2) begins
+with it done.
 
 What the server reads at import stays as it was when it started (the first pool of the driver process, or
 :func:`dataclean.exec.local.prestart`): numba's own settings (``NUMBA_DISABLE_JIT``, ``NUMBA_CACHE_DIR``), and
