@@ -1,5 +1,7 @@
 """End to end: the real CLI on real shards in a temporary folder."""
 import json
+import subprocess
+import sys
 
 import pyarrow.parquet as pq
 import pytest
@@ -158,3 +160,14 @@ def test_default_pipeline_on_sample_data(tmp_path, sample_data):
     for row in pq.read_table(outs[0] / "rejected").to_pylist():
         assert row["stage"] and row["rule"] and row["reason"]
         assert row["value"] is not None or row["dup_of"] is not None or row["rule"] in ("c4_empty",)
+
+
+def test_the_command_starts_without_numpy_or_arrow_and_lists_every_command():
+    # `dataclean run` starts its workers' fork server before it imports the pipeline: nothing heavy before that
+    code = "import sys, dataclean.cli; print(sorted(m for m in ('numpy', 'pyarrow', 'duckdb') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    listed = run_cli("--help")
+    assert listed.returncode == 0 and "  quality  Train and evaluate quality classifiers" in listed.stdout
+    sub = run_cli("quality", "--help")
+    assert sub.returncode == 0 and "\n  eval " in sub.stdout and "\n  train " in sub.stdout
