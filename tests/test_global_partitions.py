@@ -151,3 +151,17 @@ def test_a_reduce_task_killed_midway_redoes_only_the_kinds_without_a_marker(tmp_
     for p in range(8):
         for k in kinds:
             assert load_marker(lay, shuffle.marker_name(k, p))["fingerprint"] == done["fingerprint"]
+
+
+@pytest.mark.parametrize("kernels", ["1", "0"])
+def test_id_keys_are_xxh3_64_of_the_ids(kernels, monkeypatch):
+    import xxhash
+
+    monkeypatch.setenv("DATACLEAN_KERNELS", kernels)
+    ids = ["", "a", "doc-7", "中文编号-0001", "x" * 17, "y" * 129, "z" * 241, "é" * 300]
+    batch = pa.RecordBatch.from_pydict({"id": ids, "doc_key": list(range(len(ids))),
+                                        "origin_file": ["f"] * len(ids), "origin_row": list(range(len(ids)))})
+    rows, keys = shuffle.id_rows(batch.slice(1))  # (an array with an offset)
+    assert keys.dtype == np.uint64
+    assert keys.tolist() == [xxhash.xxh3_64_intdigest(i.encode()) for i in ids[1:]]
+    assert rows.column("origin").to_pylist() == [f"f#{i}" for i in range(1, len(ids))]
