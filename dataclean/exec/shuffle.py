@@ -8,10 +8,11 @@ its key. So:
 1. **pass 1** (each task, for its own input shard) writes, for each such *kind*, one file
    ``_work/pass1/TTTTT/shuffle-KIND.parquet`` of narrow key rows (the key, ``doc_key``, what the decision
    needs), sorted by ``partition = key mod global.partitions``, one row group per partition;
-2. **one reduce task per kind and partition** (run by the executor: the local process pool or Ray) reads that
-   partition from every pass-1 task's file — DuckDB prunes the other row groups by their statistics —, keeps
-   the rows of the keys that occur at least twice, in DuckDB under ``global.task_memory_limit`` (spilling to
-   its own temporary folder), and writes them to ``_work/global/cand/KIND/part-PPPPP.parquet``;
+2. **reduce tasks** (run by the executor: the local process pool or Ray; one per worker, each over its share of
+   the partitions, every kind of each on one DuckDB connection) read each partition from every pass-1 task's
+   file — DuckDB prunes the other row groups by their statistics —, keep the rows of the keys that occur at
+   least twice, in DuckDB under ``global.task_memory_limit`` (spilling to the task's own temporary folder), and
+   write them to ``_work/global/cand/KIND/part-PPPPP.parquet``;
 3. **the driver** reads only these candidate rows: it applies the removals of the earlier global stages (a
    document removed as a duplicate id is no member of an exact group), makes the decisions (smallest id
    kept, star edges of LSH buckets, union-find) and writes the removal list.
