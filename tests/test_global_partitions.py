@@ -1,6 +1,7 @@
 """The global step's shuffle (dataclean/exec/shuffle.py): key rows partitioned by pass 1, one reduce task per
 partition, the driver's decisions from the candidates only. Decisions must not depend on the partition count."""
 import os
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -123,6 +124,7 @@ def test_bad_partition_count_is_a_config_error(tmp_path):
 def test_a_reduce_task_killed_midway_redoes_only_the_kinds_without_a_marker(tmp_path):
     from dataclean.config import resolve_config
     from dataclean.exec.global_step import run_reduce_tasks
+    from dataclean.exec.local import LocalExecutor
     from dataclean.exec.tasks import load_marker, pipeline_for
 
     out = tmp_path / "out"
@@ -132,25 +134,59 @@ def test_a_reduce_task_killed_midway_redoes_only_the_kinds_without_a_marker(tmp_
     lay = Layout(str(out))
     done = load_marker(lay, "global-cand-ids-00002")
     cfg = resolve_config(None)
+    # what a killed task left in the temporary folder goes; another run's folder (another prefix) stays
+    tmp_root = out / "_work" / "duckdb_tmp"
+    spec = shuffle.ReduceSpec(((2, ()),), str(out), tuple(done["tasks"]), "1GB", done["fingerprint"])
+    left, other = Path(shuffle.spill_folder(spec, 2)), tmp_root / "reduce-0123456789ab-00002"
+    for folder in (left, other):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "duckdb_temp_block.tmp").write_bytes(b"x")
 
-    class TwoWorkers:  # an executor of 2 workers that runs its tasks here, in order
-        workers = 2
+    class Pool(LocalExecutor):  # the local pool, recording its tasks
+        specs: list = []
+
+        def map(self, fn, specs, on_done=None):
+            self.specs.extend(specs)
+            return super().map(fn, specs, on_done)
+
+    ex = Pool(2)
+    try:
+        results = run_reduce_tasks(lay, cfg, pipeline_for(cfg), done["fingerprint"], done["tasks"], executor=ex)
+    finally:
+        ex.close()
+    kinds = ("ids", "exact_dedup", "minhash_dedup")
+    assert [(res["kind"], res["partition"]) for res in results] == \
+        [("exact_dedup", 2), ("minhash_dedup", 2)] + [(k, p) for p in range(3, 8) for k in kinds]
+    # one task per worker of the pool, the partitions dealt round-robin
+    assert [[p for p, _ in spec.jobs] for spec in ex.specs] == [[2, 4, 6], [3, 5, 7]]
+    for p in range(8):
+        for k in kinds:
+            assert load_marker(lay, shuffle.marker_name(k, p))["fingerprint"] == done["fingerprint"]
+    assert not left.exists() and other.exists()
+    assert sorted(d.name for d in tmp_root.iterdir()) == [other.name]
+
+    # any other executor (Ray: it reruns a failed task whole) gets one task per partition; a task whose kinds
+    # all have their marker redoes nothing
+    for name in ("global-cand-minhash_dedup-00006", "global-cand-ids-00007"):
+        os.remove(lay.marker(name))
+    before = (out / "_work/global/cand/exact_dedup/part-00006.parquet").stat().st_mtime_ns
+
+    class Other:
         specs: list = []
 
         def map(self, fn, specs, on_done=None):
             self.specs.extend(specs)
             return [fn(spec) for spec in specs]
 
-    ex = TwoWorkers()
-    results = run_reduce_tasks(lay, cfg, pipeline_for(cfg), done["fingerprint"], done["tasks"], executor=ex)
-    kinds = ("ids", "exact_dedup", "minhash_dedup")
-    assert [(res["kind"], res["partition"]) for res in results] == \
-        [("exact_dedup", 2), ("minhash_dedup", 2)] + [(k, p) for p in range(3, 8) for k in kinds]
-    # one task per worker, the partitions dealt round-robin
-    assert [[p for p, _ in spec.jobs] for spec in ex.specs] == [[2, 4, 6], [3, 5, 7]]
-    for p in range(8):
-        for k in kinds:
-            assert load_marker(lay, shuffle.marker_name(k, p))["fingerprint"] == done["fingerprint"]
+    other_ex = Other()
+    results = run_reduce_tasks(lay, cfg, pipeline_for(cfg), done["fingerprint"], done["tasks"], executor=other_ex)
+    assert [[(p, [k for k, _ in kinds_]) for p, kinds_ in spec.jobs] for spec in other_ex.specs] == \
+        [[(6, ["minhash_dedup"])], [(7, ["ids"])]]
+    assert [(res["kind"], res["partition"]) for res in results] == [("minhash_dedup", 6), ("ids", 7)]
+    again = shuffle.reduce_task(shuffle.ReduceSpec(((6, tuple((k, "SELECT 1") for k in kinds)),), str(out),
+                                                   tuple(done["tasks"]), "1GB", done["fingerprint"]))
+    assert [r["kind"] for r in again] == list(kinds)  # (their markers: the bogus SQL never ran)
+    assert (out / "_work/global/cand/exact_dedup/part-00006.parquet").stat().st_mtime_ns == before
 
 
 @pytest.mark.parametrize("kernels", ["1", "0"])

@@ -8,7 +8,7 @@ Before any stage's global decision, ids are made unique: when two records share 
 first in input order (smallest ``doc_key``) stays and the others are removed as ``duplicate_id``.
 
 The decisions that group documents by a key (ids, exact content hashes, MinHash bands) start from candidate
-rows made by reduce tasks, one per key partition, run by the executor (see :mod:`dataclean.exec.shuffle`);
+rows made by reduce tasks over the key partitions, run by the executor (see :mod:`dataclean.exec.shuffle`);
 the driver reads only those candidates for them.
 """
 from __future__ import annotations
@@ -25,6 +25,7 @@ from dataclean.audit.tables import sql_list, sql_string
 from dataclean.exec import aggregate, shuffle
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.layout import Layout
+from dataclean.exec.local import LocalExecutor
 from dataclean.exec.tasks import load_marker
 from dataclean.io.writers import write_json_atomic
 
@@ -64,9 +65,10 @@ def shuffle_kinds(pipeline) -> dict[str, tuple[str, object]]:
 
 def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: list[int], executor,
                      on_done=None) -> list[dict]:
-    """Reduce every partition of every kind whose marker is missing, through ``executor``: as many tasks as it has
-    workers (partitions dealt round-robin; one task in this process without one). One result per partition and
-    kind."""
+    """Reduce every partition of every kind whose marker is missing, through ``executor``. A local pool gets as
+    many tasks as it has workers (partitions dealt round-robin: the fewest DuckDB connections to open), this
+    process one task, any other executor (Ray, whose worker count may change and which reruns a failed task
+    whole) one task per partition. One result per partition and kind."""
     jobs = []
     for p in range(int(cfg["global"]["partitions"])):
         todo = []
@@ -78,7 +80,13 @@ def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: 
             jobs.append((p, tuple(todo)))
     if not jobs:
         return []
-    n = min(len(jobs), max(1, int(getattr(executor, "workers", 1) or 1)))
+    if executor is None:
+        n = 1
+    elif isinstance(executor, LocalExecutor):
+        n = min(len(jobs), executor.workers)
+    else:
+        n = len(jobs)
+    shuffle.clear_spill_folders(lay.root, cfg["global"]["temp_directory"])  # (a killed run's)
     specs = [shuffle.ReduceSpec(tuple(jobs[i::n]), lay.root, tuple(tasks), cfg["global"]["task_memory_limit"],
                                 fingerprint, cfg["global"]["temp_directory"]) for i in range(n)]
     if executor is None:
