@@ -23,7 +23,7 @@ from dataclean.exec.global_step import global_step
 from dataclean.exec.layout import OWNED_ENTRIES, Layout
 from dataclean.exec.local import LocalExecutor, prestart
 from dataclean.exec.shuffle import clear_candidates
-from dataclean.exec.tasks import TaskSpec, load_marker, pass1_task, pass2_task, pipeline_for
+from dataclean.exec.tasks import TaskSpec, load_marker, pass1_task, pass2_task, pipeline_for, remember_pipeline
 from dataclean.io import fs as iofs
 from dataclean.io.readers import discover_inputs
 from dataclean.io.writers import tmp_name, write_errors, write_json_atomic
@@ -312,6 +312,7 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
         # -- pass 1 -----------------------------------------------------------------------------------
         t0 = time.time()
         task_cfg = pipe.task_config(cfg)  # (with what the stages derived: no worker derives it again)
+        remember_pipeline(task_cfg, pipe)
         specs = [TaskSpec(i, path, output, task_cfg, fp, publish) for i, path in enumerate(files)]
         p1: dict[int, dict] = {}
         todo = []

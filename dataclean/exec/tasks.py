@@ -48,6 +48,12 @@ def pipeline_for(config: dict) -> Pipeline:
     return _PIPELINES[key]
 
 
+def remember_pipeline(config: dict, pipe: Pipeline) -> None:
+    """Let :func:`pipeline_for` give ``pipe`` for ``config`` in this process: the driver's config for its tasks
+    (``Pipeline.task_config``) builds the same stages as the pipeline it has (tasks run here with one worker)."""
+    _PIPELINES.setdefault(config_hash(config), pipe)
+
+
 def _clear(paths) -> None:
     for path in paths:
         try:
