@@ -57,7 +57,7 @@ class ExactDedup(Stage):
         return StageResult(with_columns(batch, {"content_hash": content_hash(batch.column("text"))}))
 
     # the global step's shuffle (dataclean/exec/shuffle.py): pass 1 writes these key rows, partitioned by the
-    # hash; a reduce task per partition keeps the hashes seen twice or more
+    # hash; the reduce tasks keep the hashes seen twice or more, partition by partition
     shuffle_schema = pa.schema([("content_hash", pa.binary(16)), ("id", pa.string()), ("doc_key", pa.int64())])
     shuffle_reduce = ("SELECT r.* FROM rows r SEMI JOIN (SELECT content_hash FROM rows GROUP BY content_hash "
                       "HAVING count(*) > 1) g USING (content_hash)")
