@@ -6,6 +6,8 @@ import os
 import random
 import re
 import shutil
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import run_cli
+from conftest import SAMPLE, run_cli
 
 SECTIONS = ("run", "funnel", "removals", "sources", "signals", "quality", "dedup", "examples")
 
@@ -305,3 +307,22 @@ def test_sample_data_report_covers_every_rule_stage_and_is_rewritten_identically
     again = tmp_path / "again.html"
     assert run_cli("report", sample_run, "-o", again).returncode == 0
     assert again.read_bytes() == (sample_run / "report.html").read_bytes()
+
+
+def test_a_run_without_matplotlib_keeps_its_data_and_says_how_to_make_the_report(tmp_path):
+    # a broken install (matplotlib missing): the run finishes and verifies, report.html is a one-line warning
+    out = tmp_path / "out"
+    code = "\n".join([
+        "import sys",
+        "sys.modules['matplotlib'] = None",
+        "import dataclean",
+        f"s = dataclean.run([{str(SAMPLE / 'web-en.parquet')!r}], {str(out)!r})",
+        "print(s.verified, s.kept + s.removed)",
+    ])
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split()[0] == "True"
+    warning = [line for line in res.stderr.splitlines() if line.startswith("warning: no report.html")]
+    assert warning == [f"warning: no report.html: import of matplotlib halted; None in sys.modules "
+                       f"(install it, then run `dataclean report {out}`)"]
+    assert not (out / "report.html").exists() and (out / "_work" / "markers" / "final.json").exists()

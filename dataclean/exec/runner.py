@@ -401,13 +401,16 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
 
 def _write_report(output: str) -> None:
     """report.html, before the final marker (a run killed before it writes it on the rerun). A report that
-    cannot be made is a warning: the cleaned data, ledger and stats are complete without it."""
+    cannot be made is a warning: the cleaned data, ledger and stats are complete without it (also when a
+    package the report draws with is missing: ``dataclean report OUT`` makes it once it is installed)."""
     from dataclean.report import ReportError, write_report
 
     try:
         write_report(output)
     except ReportError as exc:
         print(f"warning: no report.html: {exc}", file=sys.stderr)
+    except ImportError as exc:  # (the charts' matplotlib, imported when the report is drawn)
+        print(f"warning: no report.html: {exc} (install it, then run `dataclean report {output}`)", file=sys.stderr)
 
 
 def _summary_from_disk(lay: Layout, resumed: int, started: float) -> RunSummary:
