@@ -125,7 +125,8 @@ def test_a_reduce_task_killed_midway_redoes_only_the_kinds_without_a_marker(tmp_
     from dataclean.config import resolve_config
     from dataclean.exec.global_step import run_reduce_tasks
     from dataclean.exec.local import LocalExecutor
-    from dataclean.exec.tasks import load_marker, pipeline_for
+    from dataclean.exec.layout import load_marker
+    from dataclean.exec.tasks import pipeline_for
 
     out = tmp_path / "out"
     # partition 2's task wrote its ids and exact-hash candidates, but not the latter's marker

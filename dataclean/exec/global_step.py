@@ -26,7 +26,6 @@ from dataclean.exec import aggregate, shuffle
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.layout import Layout
 from dataclean.exec.local import LocalExecutor
-from dataclean.exec.tasks import load_marker
 from dataclean.io.writers import write_json_atomic
 
 REMOVAL_COLUMNS = "doc_key, stage, rule, reason, value, threshold, detail, dup_of"
@@ -73,8 +72,7 @@ def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: 
     for p in range(int(cfg["global"]["partitions"])):
         todo = []
         for kind, (sql, _) in shuffle_kinds(pipeline).items():
-            m = load_marker(lay, shuffle.marker_name(kind, p))
-            if not (m and m.get("fingerprint") == fingerprint and m.get("tasks") == tasks):
+            if shuffle.finished(lay, kind, p, fingerprint, tasks) is None:
                 todo.append((kind, sql))
         if todo:
             jobs.append((p, tuple(todo)))

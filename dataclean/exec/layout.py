@@ -1,6 +1,7 @@
 """Where a run keeps each of its files (one place, so every part agrees on the output folder layout)."""
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 
@@ -65,3 +66,12 @@ class Layout:
 
     def data_prefix(self, task: int) -> str:
         return f"part-{task:05d}"
+
+
+def load_marker(lay: Layout, name: str) -> dict | None:
+    """The marker ``name`` of the run in ``lay``, or None when it is missing or cut short."""
+    try:
+        with open(lay.marker(name), encoding="utf-8") as fh:
+            return json.load(fh)
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None

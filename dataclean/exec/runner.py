@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from dataclean.config import ConfigError, config_hash, resolve_config, rules_dir, validate
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.global_step import global_step
-from dataclean.exec.layout import OWNED_ENTRIES, Layout
+from dataclean.exec.layout import OWNED_ENTRIES, Layout, load_marker
 from dataclean.exec.local import LocalExecutor, prestart
 from dataclean.exec.shuffle import clear_candidates
-from dataclean.exec.tasks import TaskSpec, load_marker, pass1_task, pass2_task, pipeline_for, remember_pipeline
+from dataclean.exec.tasks import TaskSpec, pass1_task, pass2_task, pipeline_for, remember_pipeline
 from dataclean.io import fs as iofs
 from dataclean.io.readers import discover_inputs
 from dataclean.io.writers import tmp_name, write_errors, write_json_atomic

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import json
 import os
 import shutil
 import time
@@ -33,11 +32,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import xxhash
 
 from dataclean.exec.failpoints import failpoint
 from dataclean.audit.tables import sql_list, sql_string
-from dataclean.exec.layout import Layout
+from dataclean.exec.layout import Layout, load_marker
 from dataclean.io.writers import (WORK_CODEC, _injected_failure, _remove_quietly, atomic_write_table, tmp_name,
                                   write_errors, write_json_atomic)
 
@@ -71,8 +69,7 @@ def xxh3_64_of(strings: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
         offsets, data = _string_buffers(strings)
         return minhash._mh_kernels().xxh3_64_many(data, offsets, minhash._SECRET)
-    digest = xxhash.xxh3_64_intdigest
-    return np.fromiter((digest(b) for b in strings.cast(pa.binary()).to_pylist()), dtype=np.uint64, count=len(strings))
+    return minhash._hash_distinct(strings.cast(pa.binary()).to_pylist())
 
 
 ID_SCHEMA = pa.schema([("id", pa.string()), ("doc_key", pa.int64()), ("origin", pa.string())])
@@ -81,11 +78,9 @@ ID_REDUCE = "SELECT r.* FROM rows r SEMI JOIN (SELECT id FROM rows GROUP BY id H
 
 def fixed_binary_key(column: pa.Array) -> np.ndarray:
     """The first 8 bytes (little-endian uint64) of each value of a ``fixed_size_binary(>=8)`` column."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    width = column.type.byte_width
-    data = np.frombuffer(column.buffers()[1], dtype=np.uint8)[column.offset * width:(column.offset + len(column)) * width]
-    return data.reshape(-1, width)[:, :8].copy().view("<u8").reshape(-1).astype(np.uint64)
+    from dataclean.text.kernels import fixed_binary_values
+
+    return fixed_binary_values(column, np.uint8)[:, :8].copy().view("<u8").reshape(-1).astype(np.uint64)
 
 
 # ------------------------------------------------------------------ writing (pass 1)
@@ -169,7 +164,7 @@ def reduce_task(spec: ReduceSpec) -> list[dict]:
     todo, results = [], {}
     for partition, kinds in spec.jobs:
         for kind, sql in kinds:
-            done = _valid_marker(lay, spec, kind, partition)
+            done = finished(lay, kind, partition, spec.fingerprint, spec.tasks)
             if done is None:
                 todo.append((partition, kind, sql))
             results[partition, kind] = done
@@ -208,13 +203,11 @@ def _spill_prefix(out: str) -> str:
     return "reduce-" + hashlib.sha256(os.path.abspath(out).encode()).hexdigest()[:12] + "-"
 
 
-def _valid_marker(lay: Layout, spec: ReduceSpec, kind: str, partition: int) -> dict | None:
-    try:
-        with open(lay.marker(marker_name(kind, partition)), encoding="utf-8") as fh:
-            m = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return m if m.get("fingerprint") == spec.fingerprint and m.get("tasks") == list(spec.tasks) else None
+def finished(lay: Layout, kind: str, partition: int, fingerprint: str, tasks) -> dict | None:
+    """The marker of ``kind``'s ``partition`` if it was reduced for this run (``fingerprint``) from the pass-1
+    ``tasks``, else None."""
+    m = load_marker(lay, marker_name(kind, partition))
+    return m if m and m.get("fingerprint") == fingerprint and m.get("tasks") == list(tasks) else None
 
 
 def _reduce_kind(con, lay: Layout, spec: ReduceSpec, partition: int, kind: str, sql: str) -> dict:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import glob
-import json
 import os
 import shutil
 import time
@@ -269,9 +268,3 @@ def _global_ledger_rows(gone: pa.RecordBatch, removals: pa.Table, schema: pa.Sch
     return conform(with_columns(gone, decided), schema)
 
 
-def load_marker(lay: Layout, name: str) -> dict | None:
-    try:
-        with open(lay.marker(name), encoding="utf-8") as fh:
-            return json.load(fh)
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
