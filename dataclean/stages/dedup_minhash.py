@@ -59,6 +59,7 @@ from dataclean.dedup.minhash import (DEFAULT_SCHEME, _mh_kernels, band_hashes, k
                                      shingle_hashes, shingle_text, signatures)
 from dataclean.io.writers import WORK_CODEC, atomic_write_table, write_json_atomic
 from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
+from dataclean.text.kernels import fixed_binary_values
 
 PARAMS_FILE = "minhash_params.json"
 BANDS_DIR = "minhash_bands"  # dedup/minhash_bands/part-TTTTT-NNNNN.parquet: (id, band, h) of the kept documents
@@ -129,7 +130,6 @@ class MinHashDedup(Stage):
 
     # -- pass 1 ------------------------------------------------------------------------------------------
     def apply(self, batch: pa.RecordBatch) -> StageResult:
-        n = batch.num_rows
         values, offsets = shingle_hashes(shingle_text(batch.column("text")), self.word_ngram, self.char_ngram)
         counts = np.diff(offsets).astype(np.int64)
         sigs = signatures(values, offsets, self.num_perm, self.seed)
@@ -525,8 +525,7 @@ def signature_matrix(column, width: int, dtype: str = "<u4") -> np.ndarray:
         column = pc.cast(column, pa.binary(nbytes))
     if column.type.byte_width != nbytes:
         raise ValueError(f"a column of {column.type.byte_width}-byte values is no signature of {width} x {dtype}")
-    values = np.frombuffer(column.buffers()[1], dtype=dtype) if len(column) else np.zeros(0, dtype)
-    return values[column.offset * width:(column.offset + len(column)) * width].reshape(-1, width)
+    return fixed_binary_values(column, dtype)
 
 
 def connected_components(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:

@@ -110,24 +110,22 @@ def _import_numba():
     ``scipy.linalg`` themselves when a function using them is compiled, so numba code of the caller's that needs
     it works as before. Where ``scipy.linalg`` or numba's modules are already imported, or numba fails to set up
     without ``scipy.linalg``, numba is imported as it is."""
-    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules or threading.active_count() > 1:
-        import numba
-        import numba.np.arraymath  # noqa: F401
-        return numba
-    sys.modules["scipy.linalg"] = None  # (an import of it raises ImportError: "no BLAS" to numba)
-    try:
-        import numba
-        import numba.np.arraymath
-    except ImportError:  # (a numba that needs scipy.linalg after all: below, as it is)
-        pass
-    finally:
-        if sys.modules.get("scipy.linalg", 0) is None:
-            del sys.modules["scipy.linalg"]
-    if "numba.np.arraymath" not in sys.modules:
-        import numba
-        import numba.np.arraymath  # noqa: F401
-        return numba
-    numba.np.arraymath._HAVE_BLAS = importlib.util.find_spec("scipy") is not None
+    blocked = "numba.np.arraymath" not in sys.modules and "scipy.linalg" not in sys.modules and \
+        threading.active_count() == 1
+    if blocked:
+        sys.modules["scipy.linalg"] = None  # (an import of it raises ImportError: "no BLAS" to numba)
+        try:
+            import numba.np.arraymath  # noqa: F401
+        except ImportError:  # (a numba that needs scipy.linalg after all: imported below, as it is)
+            blocked = False
+        finally:
+            if sys.modules.get("scipy.linalg", 0) is None:
+                del sys.modules["scipy.linalg"]
+    import numba
+    import numba.np.arraymath
+
+    if blocked:
+        numba.np.arraymath._HAVE_BLAS = importlib.util.find_spec("scipy") is not None
     return numba
 
 
@@ -293,6 +291,16 @@ def _string_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         if n else np.zeros(1, width)
     data = np.frombuffer(bufs[2] if bufs[2] is not None else b"", np.uint8)  # (read-only: one signature)
     return offsets.astype(np.int64), data
+
+
+def fixed_binary_values(column: pa.Array | pa.ChunkedArray, dtype) -> np.ndarray:
+    """The values of a ``fixed_size_binary`` array as rows of ``dtype`` (``(n, byte_width / itemsize)``, a
+    zero-copy view; a chunked array is combined first). The rows of null values hold what the buffer holds."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    width = column.type.byte_width // np.dtype(dtype).itemsize
+    values = np.frombuffer(column.buffers()[1], dtype=dtype) if len(column) else np.zeros(0, dtype)
+    return values[column.offset * width:(column.offset + len(column)) * width].reshape(-1, width)
 
 
 def normalize_uncovered(texts: pa.Array, offsets: np.ndarray, data: np.ndarray, table: np.ndarray, bits: int,
