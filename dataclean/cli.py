@@ -93,6 +93,9 @@ def run(inputs, output, work_dir, config_path, workers, executor, ray_address, f
         click.echo(f"error: cannot read {failed['error']}", err=True)
     click.echo(f"{summary.input_records} records in: {summary.kept} kept, {summary.removed} removed "
                f"({summary.seconds:.1f} s)")
+    if summary.sources:  # once, each source the run saw and the kind (rule families) it got
+        click.echo("sources: " + ", ".join(f"{name} = {v['kind']} ({v['input']:,})"
+                                           for name, v in summary.sources.items()))
     for stage, n in summary.removed_by_stage.items():
         click.echo(f"  removed by {stage}: {n}")
     for row in summary.mixture:

@@ -52,6 +52,10 @@ def default_config() -> dict:
     return load_yaml(rules_dir() / "default.yaml")
 
 
+#: Mappings whose keys are the user's own names (sources), merged key by key without refusing new keys.
+OPEN_MAPPINGS = ("sources",)
+
+
 def _merge(base: Any, override: Any, key: str) -> Any:
     if isinstance(base, dict):
         if not isinstance(override, dict):
@@ -59,6 +63,9 @@ def _merge(base: Any, override: Any, key: str) -> Any:
         out = dict(base)
         for k, v in override.items():
             path = f"{key}.{k}" if key else str(k)
+            if key in OPEN_MAPPINGS and k not in base:  # the user's own names
+                out[k] = v
+                continue
             if k not in base:
                 raise ConfigError(f"unknown config key {path!r}")
             out[k] = _merge(base[k], v, path)
@@ -124,6 +131,14 @@ def resolve_mixture(value: Any) -> dict | None:
 
 
 def validate(cfg: dict) -> None:
+    from dataclean.sources import SourceKinds
+
+    if not isinstance(cfg.get("sources"), dict):
+        raise ConfigError("sources: expected a mapping of source name (or glob) to kind (web, curated, code)")
+    try:
+        SourceKinds(cfg["sources"])
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     if not isinstance(cfg.get("pipeline"), list) or not cfg["pipeline"]:
         raise ConfigError("pipeline: must be a non-empty list of stages")
     names = set()

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataclean.sources import KIND_COLUMN, KINDS, SourceKinds, row_mask
 from dataclean.schema import BASE_SIGNAL_FIELDS, DOC_FIELDS, LEDGER_FIELDS, OUTPUT_DOC_NAMES
 from dataclean.stages import REGISTRY, Stage
 from dataclean.stages.base import Decisions, StageResult, with_columns
@@ -32,7 +33,7 @@ class BatchOutcome:
 
 class Pipeline:
     def __init__(self, stages: Sequence[Stage], keep_rejected_text: bool = True,
-                 token_counter: TokenCounter | None = None):
+                 token_counter: TokenCounter | None = None, source_kinds: SourceKinds | None = None):
         names = [s.name for s in stages]
         dupes = {n for n in names if names.count(n) > 1}
         if dupes:
@@ -40,6 +41,7 @@ class Pipeline:
         self.stages = list(stages)
         self.keep_rejected_text = keep_rejected_text
         self.token_counter = token_counter or TokenCounter()  # the estimate unless a tokenizer is configured
+        self.source_kinds = source_kinds or SourceKinds()  # the default sources: mapping unless configured
 
     @classmethod
     def from_config(cls, config: dict) -> "Pipeline":
@@ -48,7 +50,8 @@ class Pipeline:
             from dataclean.stages.mixture import Mixture
             stages.append(Mixture(config["mixture"]))
         return cls(stages, keep_rejected_text=config["output"]["rejected_text"],
-                   token_counter=TokenCounter.from_config(config.get("tokens")))
+                   token_counter=TokenCounter.from_config(config.get("tokens")),
+                   source_kinds=SourceKinds.from_config(config))
 
     def task_config(self, config: dict) -> dict:
         """``config`` (the one this pipeline was built from) with each stage's :meth:`Stage.derived_params`
@@ -86,6 +89,9 @@ class Pipeline:
     # -- processing ---------------------------------------------------------------------------------------
     def process(self, batch: pa.RecordBatch) -> BatchOutcome:
         removed: list[pa.RecordBatch] = []
+        if KIND_COLUMN not in batch.schema.names:  # each row's source kind, for the stages' only_kinds/skip_kinds
+            source = batch.column("source") if "source" in batch.schema.names else None
+            batch = with_columns(batch, {KIND_COLUMN: self.source_kinds.kinds(source, batch.num_rows)})
         for stage in self.stages:
             if batch.num_rows == 0:
                 break
@@ -132,15 +138,25 @@ class Pipeline:
 
 
 def _applies(stage: Stage, batch: pa.RecordBatch) -> np.ndarray | None:
-    """Rows the stage applies to, by the ``only_sources`` / ``skip_sources`` of its recipe entry (None: all)."""
-    only, skip = stage.only_sources, stage.skip_sources
-    if (only is None and not skip) or "source" not in batch.schema.names:
-        return None
-    source = batch.column("source")
-    mask = pc.is_in(source, value_set=pa.array(list(only), pa.string())) if only is not None else \
-        pc.invert(pc.is_in(source, value_set=pa.array(list(skip), pa.string())))
-    mask = pc.fill_null(mask, only is None).to_numpy(zero_copy_only=False)
-    return None if mask.all() else mask
+    """Rows the stage applies to (None: all), by its recipe entry: ``only_kinds`` / ``skip_kinds`` against each
+    row's source kind (the pipeline's ``source_kind`` column; without it, the default ``sources:`` mapping of
+    the ``source`` column), then ``only_sources`` / ``skip_sources`` against the source name (names or globs).
+    A row must pass both."""
+    mask = None
+    for only, skip, column in ((stage.only_kinds, stage.skip_kinds, KIND_COLUMN),
+                               (stage.only_sources, stage.skip_sources, "source")):
+        if only is None and not skip:
+            continue
+        if column in batch.schema.names:
+            values = batch.column(column)
+        elif column == KIND_COLUMN:
+            source = batch.column("source") if "source" in batch.schema.names else None
+            values = SourceKinds().kinds(source, batch.num_rows)
+        else:
+            continue  # no source column: a source-name scope cannot exclude anything
+        m = row_mask(values, only) if only is not None else ~row_mask(values, skip)
+        mask = m if mask is None else mask & m
+    return None if mask is None or mask.all() else mask
 
 
 def apply_stage(stage: Stage, batch: pa.RecordBatch) -> StageResult:
@@ -183,6 +199,7 @@ def build_stage(spec: dict) -> Stage:
     spec = dict(spec)
     kind = spec.pop("stage", None)
     only, skip = spec.pop("only_sources", None), spec.pop("skip_sources", None) or ()
+    only_kinds, skip_kinds = spec.pop("only_kinds", None), spec.pop("skip_kinds", None) or ()
     if kind not in REGISTRY:
         known = ", ".join(sorted(REGISTRY))
         raise ValueError(f"unknown stage {kind!r} (known stages: {known})")
@@ -193,9 +210,19 @@ def build_stage(spec: dict) -> Stage:
         raise ValueError(f"stage {kind!r}: unknown parameter(s) {', '.join(sorted(unknown))} "
                          f"(accepted: {', '.join(sorted(accepted))})")
     stage = cls(**spec)
-    for key, value in (("only_sources", only), ("skip_sources", skip)):
+    for key, value in (("only_sources", only), ("skip_sources", skip), ("only_kinds", only_kinds),
+                       ("skip_kinds", skip_kinds)):
+        what = "kinds" if key.endswith("kinds") else "source names"
         if value is not None and not (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)):
-            raise ValueError(f"stage {kind!r}: {key} must be a list of source names")
+            raise ValueError(f"stage {kind!r}: {key} must be a list of {what}")
+    for key, value in (("only_kinds", only_kinds or ()), ("skip_kinds", skip_kinds)):
+        wrong = [v for v in value if v not in KINDS]
+        if wrong:
+            hint = " (source names go in only_sources / skip_sources)" if key == "only_kinds" else ""
+            raise ValueError(f"stage {kind!r}: {key}: {', '.join(map(repr, wrong))} is not a kind; the kinds are "
+                             f"{', '.join(KINDS)}{hint}")
     stage.only_sources = list(only) if only is not None else None
     stage.skip_sources = list(skip)
+    stage.only_kinds = list(only_kinds) if only_kinds is not None else None
+    stage.skip_kinds = list(skip_kinds)
     return stage

@@ -31,8 +31,7 @@ def describe_rules(config_path: str | None = None) -> list[RuleRow]:
         stage = build_stage(spec)
         params = stage.params()
         by_lang = params.pop("by_lang", {}) or {}
-        sources = ("only " + ", ".join(stage.only_sources)) if stage.only_sources is not None else \
-            ("all but " + ", ".join(stage.skip_sources)) if stage.skip_sources else "all"
+        sources = stage.scope()
         specs = stage.rule_specs or []
         for r in specs:
             thresholds = {p: params.get(p) for p in r.params}

@@ -14,12 +14,12 @@ def test_default_rules_name_signal_thresholds_languages_sources_and_file():
     rows = rules_json()
     short = rows[("gopher_quality", "gopher_short_doc")]
     assert (short["signal"], short["compare"], short["thresholds"]) == ("gopher_word_count", "min", {"min_words": 50})
-    assert short["sources"] == "only web, unknown"
+    assert short["sources"] == "kind web"
     assert short["file"] == str(REPO / "rules" / "default.yaml")
     low = rows[("langid", "lang_low_score")]
     assert low["thresholds"] == {"min_score": 0.4}
     assert low["by_lang"] == {"zh": {"min_score": 0.2}, "wuu": {"min_score": 0.2}, "yue": {"min_score": 0.2}}
-    assert low["sources"] == "all but code"
+    assert low["sources"] == "all but kind code"
     punct = rows[("fineweb_quality", "fineweb_line_punct_ratio")]
     assert punct["thresholds"]["line_punct_thr"] == 0.12
     assert punct["by_lang"]["zh"] == {"end_marks": ".'\"!?。！？…”」』", "line_punct_min_lines": 2}

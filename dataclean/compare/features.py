@@ -3,7 +3,7 @@
 The rule signals come from the configured pipeline's pass-1 stages, in order, up to and including
 ``quality_score`` (global stages are skipped). Each stage is called through
 :func:`dataclean.pipeline.apply_stage` and its decisions are ignored, so no document is removed and every
-document gets every signal. The stages' ``only_sources`` / ``skip_sources`` scopes are lifted: a comparison
+document gets every signal. The stages' source scopes (``only_kinds``, ``skip_sources`` ...) are lifted: a comparison
 needs the same signals on both sides whatever their ``source`` labels (a synthetic candidate labelled
 ``synthetic`` against a ``web`` reference would otherwise get null Gopher signals on one side only).
 Stages that rewrite the text (``normalize``, ``c4``) hand the rewritten text to the next stages, as in a
@@ -49,6 +49,8 @@ def build_signal_stages(config: dict) -> list[Stage]:
             continue
         stage.only_sources = None
         stage.skip_sources = ()
+        stage.only_kinds = None
+        stage.skip_kinds = ()
         stages.append(stage)
         if stage.kind == "quality_score":
             break

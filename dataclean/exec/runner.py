@@ -46,6 +46,8 @@ class RunSummary:
     seconds: float = 0.0
     resumed_tasks: int = 0
     mixture: list[dict] = field(default_factory=list)  # stats/mixture.parquet rows when a recipe ran
+    #: every source the run saw: {name: {"kind": web|curated|code, "input": records}}
+    sources: dict[str, dict] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -419,8 +421,13 @@ def _summary_from_disk(lay: Layout, resumed: int, started: float) -> RunSummary:
     with open(lay.manifest, encoding="utf-8") as fh:
         manifest = json.load(fh)
     failed = [{"input": i["path"], "error": i["error"]} for i in manifest["inputs"] if i.get("status") != "ok"]
+    from dataclean.sources import SourceKinds
+
+    kinds = SourceKinds.from_config(manifest.get("config"))
+    sources = {name: {"kind": kinds.kind(name), "input": row.get("input", 0)}
+               for name, row in s.get("by_source", {}).items()}
     return RunSummary(output=lay.root, input_records=s["input_records"], kept=s["kept"], removed=s["removed"],
                       removed_by_stage=s["removed_by_stage"], removed_by_rule=s["removed_by_rule"],
                       failed_inputs=failed, verified=s.get("conservation_ok", False),
                       seconds=round(time.time() - started, 3), resumed_tasks=resumed,
-                      mixture=s.get("mixture", []))
+                      mixture=s.get("mixture", []), sources=sources)

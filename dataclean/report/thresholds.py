@@ -48,11 +48,7 @@ def _is_number(v) -> bool:
 
 
 def _sources(stage) -> str:
-    if stage.only_sources is not None:
-        return "only " + ", ".join(stage.only_sources)
-    if stage.skip_sources:
-        return "all but " + ", ".join(stage.skip_sources)
-    return "all"
+    return stage.scope()
 
 
 def thresholds_from_config(cfg: dict | None) -> list[Threshold]:

@@ -107,12 +107,29 @@ class Stage:
     rewrites_text: ClassVar[bool] = False
     #: The rules of this stage, for ``dataclean rules`` and the report.
     rule_specs: ClassVar[list[RuleSpec]] = []
-    #: Which sources the stage applies to (set from the recipe entry); other rows pass through.
+    #: Which rows the stage applies to, by source kind (web, curated, code: :mod:`dataclean.sources`) and by
+    #: source name or glob, set from the recipe entry; other rows pass through with null signals.
+    only_kinds: list[str] | None = None
+    skip_kinds: list[str] | tuple = ()
     only_sources: list[str] | None = None
     skip_sources: list[str] | tuple = ()
 
     def __init__(self, name: str | None = None):
         self.name = name or self.kind
+
+    def scope(self) -> str:
+        """Which rows the stage applies to, in words: ``kind web``, ``all but kind code``, ``only forum_*``,
+        ``all`` (for ``dataclean rules`` and the report)."""
+        parts = []
+        if self.only_kinds is not None:
+            parts.append("kind " + ", ".join(self.only_kinds))
+        elif self.skip_kinds:
+            parts.append("all but kind " + ", ".join(self.skip_kinds))
+        if self.only_sources is not None:
+            parts.append("only " + ", ".join(self.only_sources))
+        elif self.skip_sources:
+            parts.append("all but " + ", ".join(self.skip_sources))
+        return "; ".join(parts) or "all"
 
     def __call__(self, batch: pa.RecordBatch) -> StageResult:
         if "text" not in batch.schema.names:

@@ -73,6 +73,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataclean.sources import KIND_COLUMN, row_mask
 from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, batch_text, with_columns
 from dataclean.text import kernels, lines_batch
 from dataclean.text.tokenize import ISOLATE
@@ -113,7 +114,8 @@ class C4(Stage):
     * ``max_word_length`` — 1000 characters (TFDS ``_MAX_WORD_LENGTH``; not in the paper).
     * ``remove_citations`` — delete ``[1]``, ``[edit]``, ``[citation needed]`` (paper and TFDS).
     * ``lorem_ipsum``, ``javascript``, ``curly_bracket`` — page, line and page rules of the paper;
-      ``curly_bracket_sources`` — sources the curly-bracket rule applies to (``None``: all).
+      ``curly_bracket_sources`` — sources the curly-bracket rule applies to: names, globs or source kinds
+      (``[web]``: every source of kind web; ``None``: all).
     * ``policy_substrings`` — the six phrases of the paper and TFDS.
     * ``unwrap_lines`` — join hard-wrapped lines first (not published; see the module docstring).
     * ``trim_unterminated`` — cut an unterminated tail after the last ``。！？`` (not published; CJK).
@@ -302,9 +304,12 @@ class C4(Stage):
                          - pc.utf8_length(cleaned).to_numpy(zero_copy_only=False).astype(np.int64))
 
         curly_applies = np.full(n, self.curly_bracket)
-        if self.curly_bracket and self.curly_bracket_sources is not None and "source" in batch.schema.names:
-            listed = pc.is_in(batch.column("source"), value_set=pa.array(self.curly_bracket_sources, pa.string()))
-            curly_applies = pc.fill_null(listed, False).to_numpy(zero_copy_only=False)
+        if self.curly_bracket and self.curly_bracket_sources is not None:
+            # names, globs or kinds: `web` covers every source of kind web (the pipeline's source_kind column)
+            curly_applies = np.zeros(n, bool)
+            for column in ("source", KIND_COLUMN):
+                if column in batch.schema.names:
+                    curly_applies |= row_mask(batch.column(column), self.curly_bracket_sources)
         min_sentences = lang_numbers(self, batch, "min_sentences")
         lorem_fail = doc_lorem
         curly_fail = curly_applies & (doc_curly > 0)
