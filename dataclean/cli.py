@@ -113,6 +113,39 @@ def run(inputs, output, work_dir, config_path, workers, executor, ray_address, f
         sys.exit(1)
 
 
+@main.command(name="eval")
+@click.argument("labels", nargs=-1, required=True)
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
+              help="YAML config merged onto rules/default.yaml (as for run).")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1))
+@click.option("--text-column", default="text", show_default=True, help="Labels column holding the text.")
+@click.option("--id-column", default="id", show_default=True, help="Labels column holding the id.")
+@click.option("--label-column", default="label", show_default=True,
+              help="Labels column holding keep/remove (1/0, good/bad).")
+@click.option("--keep-run", type=click.Path(file_okay=False),
+              help="Keep the run in this folder (for dataclean inspect / sql); default: a temporary folder.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def eval_cmd(labels, config_path, workers, text_column, id_column, label_column, keep_run, fmt) -> None:
+    """Measure the pipeline's decisions against LABELS (files with id, text, label keep/remove; optional lang,
+    source): removal precision, recall, good retention, per rule and per language, the quality score's AUC,
+    and every misjudged document."""
+    import json
+
+    from dataclean.config import ConfigError
+    from dataclean.evaluation import LabelColumns, LabelsError, evaluate, format_report, read_labels
+    from dataclean.exec.runner import RunError
+
+    try:
+        table = read_labels(list(labels), LabelColumns(text=text_column, id=id_column, label=label_column))
+        report = evaluate(table, config_path, workers=workers, keep=keep_run)
+    except (LabelsError, ConfigError, RunError) as exc:
+        _fail(exc, 2)
+    if fmt == "json":
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        click.echo(format_report(report))
+
+
 @main.command()
 @click.argument("output", type=click.Path(exists=True, file_okay=False))
 def verify(output) -> None:

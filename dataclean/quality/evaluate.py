@@ -15,7 +15,7 @@ import pyarrow as pa
 UNKNOWN_LANG = "und"
 
 _TRUE = {"1", "pos", "positive", "good", "true", "yes", "keep", "hq"}
-_FALSE = {"0", "neg", "negative", "bad", "false", "no", "drop", "lq"}
+_FALSE = {"0", "neg", "negative", "bad", "false", "no", "drop", "remove", "lq"}
 
 
 def roc_auc(scores, labels) -> float | None:
