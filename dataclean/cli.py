@@ -107,6 +107,8 @@ def run(inputs, output, work_dir, config_path, workers, executor, ray_address, f
     click.echo(f"cleaned data: {output}/data/   ledger: {output}/rejected/   stats: {output}/stats/summary.json")
     if os.path.abspath(summary.output) != os.path.abspath(output):  # an output URI: published from a run folder
         click.echo(f"run folder (for stats, sql, inspect, report, verify): {summary.output}")
+    for warning in getattr(summary, "warnings", []):  # most records bad for one cause (exec/sanity.py)
+        click.echo(f"warning: {warning}", err=True)
     if not summary.verified:
         click.echo("error: the output failed verification (see above)", err=True)
     if summary.failed_inputs or not summary.verified:

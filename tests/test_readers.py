@@ -448,7 +448,7 @@ FILE_ERRORS = [
      "corrupted or this is not a parquet file.)"),
     ("pages.parquet", parquet_corrupt_pages, "cannot read Parquet data at row 0 (OSError: Invalid BYTE_ARRAY value)"),
     ("notext.parquet", lambda p: write_parquet(p, {"id": ["a"], "body": ["b"]}),
-     "no text column 'text' (columns: id, body)"),
+     "no text column 'text' (columns: id, body): pass --text-column body (or set input.columns.text)"),
     ("twice.parquet",
      lambda p: pq.write_table(pa.Table.from_arrays([pa.array(["a"]), pa.array(["b"])], names=["text", "text"]), p),
      "repeated column name(s): text"),

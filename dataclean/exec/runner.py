@@ -46,6 +46,7 @@ class RunSummary:
     seconds: float = 0.0
     resumed_tasks: int = 0
     mixture: list[dict] = field(default_factory=list)  # stats/mixture.parquet rows when a recipe ran
+    warnings: list[str] = field(default_factory=list)  # one line each, for the end of the run (sanity.py)
     #: every source the run saw: {name: {"kind": web|curated|code, "input": records}}
     sources: dict[str, dict] = field(default_factory=dict)
 
@@ -257,7 +258,10 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
     default), ``"ray"`` (with ``ray_address``, or a local Ray of ``workers`` CPUs) or an executor object with
     ``map(fn, specs, on_done)`` (left open: the caller closes it). ``dedup_against`` names earlier output folders
     whose kept documents the near-duplicate stage removes duplicates of. Raises :class:`RunError` when the run
-    cannot start (bad output folder, changed config without ``fresh``, no inputs).
+    cannot start (bad output folder, changed config without ``fresh``, no inputs), and
+    :class:`~dataclean.exec.sanity.InputSanityError` (a RunError) when every record of an input is a bad record
+    of one cause (a wrong text column: see :mod:`dataclean.exec.sanity`); ``RunSummary.warnings`` says when most
+    records of the run are bad for one cause.
 
     Inputs may be URIs (``s3://bucket/corpus/``, see :mod:`dataclean.io.fs`). So may ``output``: the run then
     works in the local (or shared) folder ``work_dir`` (default :func:`default_work_dir`) and publishes its
@@ -290,6 +294,8 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
         fp = fingerprint(cfg, files)
     except OSError as exc:
         raise RunError(f"cannot read an input: {exc}") from None
+    from dataclean.exec import sanity  # every input mis-read (text in another column...): stop before any work
+    sanity.check_first_batches(files, sanity.mapping_of(cfg))
     if publish:
         _check_destination(publish, fp, fresh)
     _check_output_folder(output, files, fp, fresh)
@@ -302,7 +308,9 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
 
     final = load_marker(lay, "final")
     if final and final.get("fingerprint") == fp:
-        return _summary_from_disk(lay, resumed=len(files) * 2 + 1, started=started)
+        summary = _summary_from_disk(lay, resumed=len(files) * 2 + 1, started=started)
+        summary.warnings = [w for w in [sanity.mostly_bad_warning(output, sanity.mapping_of(cfg))] if w]
+        return summary
 
     pipe = pipeline_for(cfg)
     progress = _Progress(quiet)
@@ -330,6 +338,7 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
         with progress.phase("pass 1", len(todo)) as tick:
             for res in ex.map(pass1_task, todo, on_done=tick):
                 p1[res["task"]] = res
+        sanity.check_pass1(lay, [p1[i] for i in sorted(p1)], sanity.mapping_of(cfg), publish or output)
         failed = [p1[i] for i in sorted(p1) if p1[i]["status"] != "ok"]
         ok_tasks = [i for i in sorted(p1) if p1[i]["status"] == "ok"]
         timings["pass1"] = round(time.time() - t0, 3)
@@ -398,6 +407,7 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
     summary = _summary_from_disk(lay, resumed=resumed, started=started)
     summary.verified = report.ok
     summary.failed_inputs = [{"input": f["input"], "error": f["error"]} for f in failed]
+    summary.warnings = [w for w in [sanity.mostly_bad_warning(output, sanity.mapping_of(cfg))] if w]
     return summary
 
 

@@ -302,7 +302,8 @@ def _read_parquet(path: str, file_index: int, mapping: ColumnMapping, batch_rows
     try:
         names = pf.schema_arrow.names
         if mapping.text not in names:
-            raise InputFileError(path, f"no text column {mapping.text!r} (columns: {', '.join(names) or 'none'})")
+            raise InputFileError(path, f"no text column {mapping.text!r} (columns: {', '.join(names) or 'none'}): "
+                                       + text_column_hint(names, _parquet_string_lengths(pf), mapping))
         repeated = sorted({c for c in names if names.count(c) > 1})
         if repeated:
             raise InputFileError(path, f"repeated column name(s): {', '.join(repeated)}")
@@ -322,6 +323,46 @@ def _read_parquet(path: str, file_index: int, mapping: ColumnMapping, batch_rows
         pf.close()
         if source is not None:
             source.close()
+
+
+def _parquet_string_lengths(pf: pq.ParquetFile, rows: int = 64) -> dict[str, int]:
+    """Characters held by each string column in the first ``rows`` rows (for :func:`text_column_hint`)."""
+    schema = pf.schema_arrow
+    names = [f.name for f in schema if _is_text_type(f.type) or pa.types.is_string_view(f.type)
+             or (pa.types.is_dictionary(f.type) and _is_text_type(f.type.value_type))]
+    if not names or len(set(schema.names)) != len(schema.names):
+        return {}
+    try:
+        batch = next(pf.iter_batches(batch_size=rows, columns=names), None)
+    except (pa.ArrowException, OSError):
+        return {}
+    if batch is None:
+        return dict.fromkeys(names, 0)
+    return {name: int(pc.sum(pc.utf8_length(_plain_columns(batch, "").column(name).cast(pa.string()))).as_py() or 0)
+            for name in names}
+
+
+#: Column names that usually hold a document's text (suggested when the configured text column is missing).
+TEXT_COLUMN_NAMES = ("content", "body", "document", "raw_content", "article", "passage", "contents", "raw_text")
+
+
+def suggest_text_column(names: list[str], string_chars: dict[str, int], mapping: ColumnMapping) -> str | None:
+    """The column of a file that most likely holds its text: one named like a text column (content, body,
+    document…) whose values are strings, else the unmapped string column with the most characters; None when
+    no column fits. ``string_chars``: characters held per column whose values are all strings (or null)."""
+    candidates = [n for n in names if n != mapping.text and n in string_chars]
+    for known in TEXT_COLUMN_NAMES:
+        for name in candidates:
+            if name.lower() == known:
+                return name
+    unmapped = [n for n in candidates if n not in mapping.mapped() and string_chars[n] > 0]
+    return max(unmapped, key=lambda n: string_chars[n]) if unmapped else None
+
+
+def text_column_hint(names: list[str], string_chars: dict[str, int], mapping: ColumnMapping) -> str:
+    """``pass --text-column NAME (or set input.columns.text)``, naming the column that looks like text."""
+    name = suggest_text_column(names, string_chars, mapping)
+    return f"pass --text-column {name or 'COLUMN'} (or set input.columns.text)"
 
 
 def _plain_columns(batch: pa.RecordBatch, text_column: str) -> pa.RecordBatch:

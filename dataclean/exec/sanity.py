@@ -1,0 +1,222 @@
+"""Input sanity: a run that reads its input wrongly (the text in another column than the configured one, a file
+that is not JSON Lines) must not "succeed" with nothing kept.
+
+* :func:`check_first_batches` (the driver, before any task runs): the first batch of every input is read with
+  the ordinary readers; a file whose first batch is all bad records of one cause is then read on, and if every
+  record of it is bad for that cause the run stops with :class:`InputSanityError` — one line naming the file,
+  the cause, the file's columns and the flag to pass. A file with a good record is never stopped;
+* :func:`check_pass1` (after pass 1, before the global step): the same from the per-file counts, for a file
+  whose every record turned out bad;
+* :func:`mostly_bad_warning` (the end of a run): a run in which one cause makes more than half of all records
+  bad finishes, with a one-line warning saying so.
+
+Unreadable files (a Parquet file without the text column among them) are not stopped here: they fail in
+pass 1 and the run exits 1, as documented; their one-line cause carries the same hint.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow.parquet as pq
+
+from dataclean.exec.runner import RunError
+from dataclean.io.readers import ColumnMapping, ReadChunk, read_shard, text_column_hint
+
+#: Records read from each input by the driver's check (a batch; the readers' batch size for this read).
+FIRST_BATCH_ROWS = 256
+#: Records whose columns are looked at to name the file's columns and suggest the text column.
+SAMPLE_RECORDS = 256
+
+
+class InputSanityError(RunError):
+    """Every record of an input file is a bad record with the same cause: the input is mis-read."""
+
+
+def mapping_of(cfg: dict) -> ColumnMapping:
+    cols = cfg["input"]["columns"]
+    return ColumnMapping(text=cols["text"], id=cols["id"], source=cols["source"], url=cols["url"],
+                         lang=cols["lang"], default_source=cfg["input"]["default_source"])
+
+
+def cause_kind(detail: str) -> str:
+    """A bad record's cause without its particulars (where in the line the JSON or the UTF-8 failed)."""
+    if detail.startswith(("invalid JSON (", "not valid UTF-8 (")):
+        return detail.split(" (", 1)[0]
+    return detail
+
+
+def _text_cause(kind: str) -> bool:
+    return kind in ("text is missing", "text is null") or (kind.startswith("text is ")
+                                                          and kind.endswith(", not a string"))
+
+
+def describe(kind: str, mapping: ColumnMapping) -> str:
+    """The cause in the user's terms: ``no 'text' field``, ``'text' is null``…"""
+    if kind == "text is missing":
+        return f"no {mapping.text!r} field"
+    if _text_cause(kind):
+        return f"{mapping.text!r} {kind[len('text '):]}"
+    return kind
+
+
+def _columns(records: list[dict]) -> tuple[list[str], dict[str, int]]:
+    """The columns of ``records`` in first-seen order, and the characters held by each column whose values
+    are all strings (or null)."""
+    names: list[str] = []
+    chars: dict[str, int] = {}
+    not_text: set[str] = set()
+    for rec in records:
+        for key, value in rec.items():
+            if key not in chars and key not in not_text:
+                names.append(key)
+                chars[key] = 0
+            if isinstance(value, str) and key not in not_text:
+                chars[key] += len(value)
+            elif value is not None:
+                not_text.add(key)
+                chars.pop(key, None)
+    return names, chars
+
+
+def _hint(kind: str, names: list[str], chars: dict[str, int], mapping: ColumnMapping) -> str | None:
+    if _text_cause(kind):
+        return text_column_hint(names, chars, mapping)
+    if kind == "invalid JSON" or kind.startswith("record is a JSON"):
+        return "check that it is JSON Lines (one JSON object per line)"
+    if kind == "not valid UTF-8":
+        return "convert it to UTF-8"
+    return None
+
+
+def _records(raws) -> list[dict]:
+    out = []
+    for raw in raws:
+        try:
+            rec = json.loads(raw)
+        except (ValueError, TypeError, RecursionError):
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
+def all_bad_message(path: str, kind: str, records: list[dict], mapping: ColumnMapping, after: str = "") -> str:
+    """``every record of PATH is a bad record (CAUSE); its columns are A, B: pass --text-column B (...)``."""
+    names, chars = _columns(records)
+    msg = f"every record of {path} is a bad record ({describe(kind, mapping)})"
+    if names:
+        msg += f"; its columns are {', '.join(names)}"
+    hint = _hint(kind, names, chars, mapping)
+    return msg + (f": {hint}" if hint else "") + after
+
+
+def _all_bad_kind(chunk: ReadChunk) -> str | None:
+    """The one cause of a chunk whose every record is bad, else None."""
+    if chunk.docs.num_rows or chunk.bad is None or not chunk.bad.num_rows:
+        return None
+    kinds = {cause_kind(d) for d in chunk.bad.column("detail").to_pylist()}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _first_batch(index: int, path: str, mapping: ColumnMapping) -> tuple[str, list[dict]] | None:
+    """(cause, sample records) when the first batch of ``path`` is all bad records of one cause."""
+    reader = read_shard(path, index, mapping, FIRST_BATCH_ROWS)
+    try:
+        chunk = next(reader, None)
+    except Exception:  # noqa: BLE001 - an unreadable file is pass 1's to report (exit 1), not this check's
+        return None
+    finally:
+        reader.close()
+    kind = _all_bad_kind(chunk) if chunk is not None else None
+    return (kind, _records(chunk.bad.column("raw").to_pylist()[:SAMPLE_RECORDS])) if kind else None
+
+
+def _every_record_bad(index: int, path: str, mapping: ColumnMapping, kind: str) -> bool:
+    """Whether every record of ``path`` is a bad record of cause ``kind`` (read until one is not)."""
+    reader = read_shard(path, index, mapping, FIRST_BATCH_ROWS)
+    try:
+        for chunk in reader:
+            if _all_bad_kind(chunk) != kind:
+                return False
+        return True
+    except Exception:  # noqa: BLE001 - (as above)
+        return False
+    finally:
+        reader.close()
+
+
+def check_first_batches(files: list[str], mapping: ColumnMapping, threads: int = 4) -> None:
+    """Raise :class:`InputSanityError` for the first input (in input order) whose every record is a bad record
+    of one cause. Reads the first batch of each file; only a file whose first batch is all bad of one cause
+    is read further (until a record that is not)."""
+    with ThreadPoolExecutor(max(1, min(threads, len(files)))) as pool:
+        verdicts = list(pool.map(_first_batch, range(len(files)), files, [mapping] * len(files)))
+    for index, (path, verdict) in enumerate(zip(files, verdicts)):
+        if verdict is not None and _every_record_bad(index, path, mapping, verdict[0]):
+            raise InputSanityError(all_bad_message(path, verdict[0], verdict[1], mapping))
+
+
+def _read_bad(files: list[str], columns: list[str]):
+    for path in files:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=4096, columns=["stage", *columns]):
+            yield batch
+
+
+def check_pass1(lay, results: list[dict], mapping: ColumnMapping, output: str) -> None:
+    """After pass 1: raise :class:`InputSanityError` for an input whose every record is a bad record of one
+    cause (from its task's counts and ledger part)."""
+    for res in results:
+        if res.get("status") != "ok" or not res.get("records") or res.get("bad_records") != res["records"]:
+            continue
+        files = sorted(glob.glob(os.path.join(lay.pass1_dir(res["task"]), "rejected-*.parquet")))
+        kinds: set[str] = set()
+        raws: list = []
+        for batch in _read_bad(files, ["detail", "raw"]):
+            kinds.update(cause_kind(d) for d in batch.column("detail").to_pylist() if d is not None)
+            if len(raws) < SAMPLE_RECORDS:
+                raws += batch.column("raw").to_pylist()[:SAMPLE_RECORDS - len(raws)]
+            if len(kinds) > 1:
+                break
+        if len(kinds) == 1:
+            raise InputSanityError(all_bad_message(
+                res["input"], kinds.pop(), _records(raws), mapping,
+                after=f" (and --fresh: {output} holds this stopped run)"))
+
+
+def mostly_bad_warning(output: str, mapping: ColumnMapping) -> str | None:
+    """``9,120 of 10,000 records (91%) are bad records: no 'text' field; pass --text-column …`` when one cause
+    makes more than half of the run's records bad; None otherwise."""
+    try:
+        with open(os.path.join(output, "stats", "summary.json"), encoding="utf-8") as fh:
+            summary = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    total, bad = summary.get("input_records") or 0, summary.get("bad_records") or 0
+    if not total or 2 * bad <= total:
+        return None
+    files = sorted(glob.glob(os.path.join(output, "rejected", "*.parquet")))
+    counts: dict[str, int] = {}
+    for path in files:
+        table = pq.read_table(path, columns=["detail"], filters=[("stage", "==", "read")])
+        for detail in table.column("detail").to_pylist():
+            kind = cause_kind(detail or "")
+            counts[kind] = counts.get(kind, 0) + 1
+    if not counts:
+        return None
+    kind, n = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+    if 2 * n <= total:
+        return None
+    raws: list = []
+    for path in files:
+        table = pq.read_table(path, columns=["detail", "raw"], filters=[("stage", "==", "read")])
+        raws += [r for d, r in zip(table.column("detail").to_pylist(), table.column("raw").to_pylist())
+                 if cause_kind(d or "") == kind][:SAMPLE_RECORDS - len(raws)]
+        if len(raws) >= SAMPLE_RECORDS:
+            break
+    names, chars = _columns(_records(raws))
+    hint = _hint(kind, names, chars, mapping)
+    return (f"{n:,} of {total:,} records ({100 * n / total:.0f}%) are bad records: {describe(kind, mapping)}"
+            + (f"; {hint}" if hint else ""))
