@@ -220,3 +220,54 @@ def test_count_words_is_the_tokenizer_count(texts):
     assert count_words(arr).tolist() == expected.tolist()
     # the cheap bound that spares most lines from counting never exceeds the count
     assert (pc.count_substring_regex(arr, WORD_LOWER_BOUND).to_numpy(zero_copy_only=False) <= expected).all()
+
+
+# -- closing quotes, truncated lines and the default recipe (issue 17: measured on DCLM's human labels) -------
+
+TESTIMONIAL = ("“The Wagner family handled the auctions for my brother’s estate with care. They guided us through "
+               "every step of the sale. I would not hesitate to use their services again.”\n~ Brad, Bernville")
+
+
+def test_a_closing_quote_or_bracket_after_the_end_mark_ends_the_line():
+    rows, decisions = run(C4(), TESTIMONIAL, "They said it was over (and it was.)", "He said “maybe”",
+                          'He said he would come back "tomorrow"')
+    # the testimonial's first line ends in .” : kept with its three sentences; the signature has no end mark
+    assert rows[0]["text"] == TESTIMONIAL.split("\n")[0]
+    assert (rows[0]["c4_sentences"], rows[0]["c4_lines_no_end_mark"], rows[0]["c4_lines_few_words"]) == (3, 1, 0)
+    assert decisions[0] == (None, None, None)
+    assert rows[1]["c4_lines_no_end_mark"] == 0  # .) ends a sentence
+    assert rows[2]["c4_lines_no_end_mark"] == 1  # ” after a word is a quotation, not an end
+    assert rows[3]["c4_lines_no_end_mark"] == 0  # a straight " still ends a line, as published
+
+
+TRUNCATED = ("Young reads at the university on Thursday, September 17. His poems have shaped a generation of poets.\n"
+             "But I am more interested in the note below the surface. Here is the beginning of a poem from his "
+             "collection, a finalist for")
+
+
+def test_trim_unterminated_keeps_the_sentences_before_a_truncated_tail():
+    (kept,), [d] = run(C4(trim_unterminated=True), TRUNCATED)
+    assert kept["text"] == TRUNCATED.rsplit(" Here is", 1)[0]
+    assert (kept["c4_lines_trimmed"], kept["c4_lines_no_end_mark"], kept["c4_sentences"]) == (1, 0, 3)
+    assert d == (None, None, None)
+    (published,), [d] = run(C4(), TRUNCATED)  # published C4 drops the whole second line: 2 sentences left
+    assert (published["c4_lines_no_end_mark"], published["c4_sentences"]) == (1, 2)
+    assert d == ("c4_too_few_sentences", 2.0, 3.0)
+    # "Dec. 1" or "e.g. the" is no sentence end: a tail is cut only before a capital or a quote
+    (row,), _ = run(C4(trim_unterminated=True), "The meeting on Dec. 1 was short and nobody asked questions about")
+    assert row["c4_lines_trimmed"] == 0 and row["c4_lines_no_end_mark"] == 1
+
+
+def test_the_default_recipe_keeps_short_pages_and_chinese_posts():
+    import dataclean
+    from dataclean.pipeline import build_stage
+
+    spec = next(s for s in dataclean.resolve_config()["pipeline"] if s["stage"] == "c4")
+    stage = build_stage(spec)
+    assert (stage.min_sentences, stage.trim_unterminated) == (None, True)
+    one_line = "The council approved the new library budget on Monday, after a long debate."
+    post = "每次过来都吃这家的大汉堡还吃不完，今天发现有迷你的，想着正好不会浪费了，等半天终于上来了，但是你这也太迷你了吧"
+    rows, decisions = run(stage, one_line, post, lang=["en", "zh"], source="web")
+    assert decisions == [(None, None, None), (None, None, None)]
+    assert [r["text"] for r in rows] == [one_line, post]  # no terminal-mark rule for Chinese lines
+    assert rows[0]["c4_sentences"] == 1 and rows[1]["c4_lines_no_end_mark"] == 0

@@ -98,6 +98,12 @@ WRAPPED_CJK = rf"([^\n]{{15}}[{_HAN}{_KANA}，、])[ \t]*\n[ \t]*([{_HAN}{_KANA}
 _HAN_LETTERS = r"\x{3400}-\x{4db5}\x{4e00}-\x{9fa5}\x{f900}-\x{fa2d}"
 WORD_LOWER_BOUND = rf"[A-Za-z0-9][^\s{_HAN}]*|[{_HAN_LETTERS}]"
 TRIM_TAIL = r"^(.*[。！？][”’」』\"']*)[^。！？]*$"
+# The same for space-delimited scripts: the last ". ! ?" (closing quotes or brackets may follow) that is followed by
+# whitespace and a capital letter or an opening quote starts the unterminated tail ("Dec. 1", "Fig. 3" or "e.g.
+# the" are not sentence ends here); the tail may hold no further mark.
+TRIM_TAIL_LATIN = rf"^(.*[.!?][{_CLOSERS}]*)\s+[\p{{Lu}}\"“‘(\[][^.!?]*$"
+#: Closing quotes and brackets that may follow a line's end mark: ``He said “yes.”`` ends a sentence.
+LINE_CLOSERS = "\"'”’」』)）]】》"
 # Characters that end a long-word run: whitespace and CJK (Han, kana, CJK punctuation, full-width forms).
 _LONG_WORD_BREAK = "\\s\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
 
@@ -237,14 +243,15 @@ class C4(Stage):
             line_group = mark_group[parent]
             ends_ok = self._ends_ok(flat, marks, line_group)
             trim = alive & ~ends_ok & lang_flags(self, batch, "trim_unterminated")[parent]
-            idx = np.flatnonzero(trim)
-            if len(idx):  # only lines with a sentence end before their unterminated tail are cut
-                idx = idx[pc.match_substring_regex(flat.take(pa.array(idx)), "[。！？]").to_numpy(zero_copy_only=False)]
-            if len(idx):
-                cut = pc.replace_substring_regex(flat.take(pa.array(idx)), TRIM_TAIL, r"\1")
-                flat = _scatter(flat, idx, cut)
-                ends_ok[idx] = self._ends_ok(cut, marks, line_group[idx])
-                trimmed[idx] = ends_ok[idx]
+            for tail, end in ((TRIM_TAIL, "[。！？]"), (TRIM_TAIL_LATIN, r"[.!?]")):
+                idx = np.flatnonzero(trim & ~ends_ok)
+                if len(idx):  # only lines with a sentence end before their unterminated tail are cut
+                    idx = idx[pc.match_substring_regex(flat.take(pa.array(idx)), end).to_numpy(zero_copy_only=False)]
+                if len(idx):
+                    cut = pc.replace_substring_regex(flat.take(pa.array(idx)), tail, r"\1")
+                    flat = _scatter(flat, idx, cut)
+                    ends_ok[idx] = self._ends_ok(cut, marks, line_group[idx])
+                    trimmed[idx] = ends_ok[idx]
             no_end = alive & ~ends_ok
         no_end |= emptied
         alive &= ~no_end
@@ -354,10 +361,20 @@ class C4(Stage):
             return ok
         last = pc.utf8_slice_codeunits(lines, -1)
         ellipsis = pc.ends_with(lines, "...").to_numpy(zero_copy_only=False)
+        # a closing quote or bracket after the mark: the mark before the closers decides (`yes.”`, `(see below.)`)
+        # (a line ending in a listed mark, `"` included, still ends as published)
+        closed = np.flatnonzero(pc.is_in(last, value_set=pa.array(list(LINE_CLOSERS))).to_numpy(zero_copy_only=False))
+        before = last
+        if len(closed):
+            bare = pc.utf8_rtrim(lines.take(pa.array(closed)), characters=LINE_CLOSERS)
+            before = _scatter(last, closed, pc.utf8_slice_codeunits(bare, -1))
+            ellipsis[closed] |= pc.ends_with(bare, "...").to_numpy(zero_copy_only=False)
         for g, m in enumerate(marks):
             sel = group == g
             if m and sel.any():
-                hit = pc.is_in(last, value_set=pa.array(sorted(set(m)), pa.string())).to_numpy(zero_copy_only=False)
+                value_set = pa.array(sorted(set(m)), pa.string())
+                hit = pc.is_in(last, value_set=value_set).to_numpy(zero_copy_only=False)
+                hit |= pc.is_in(before, value_set=value_set).to_numpy(zero_copy_only=False)
                 ok[sel] = (hit & ~ellipsis)[sel]
         return ok
 
