@@ -26,7 +26,8 @@ from dataclean.text.tokenize import lines_batch, split_words, words_batch
 
 #: Rates per word (or per 1,000 Han characters) that the docstrings document as >= 0, without an upper bound.
 NONNEGATIVE = {"gopher_hash_ratio", "gopher_ellipsis_ratio", "fineweb_newline_ratio", "seo_url_per_word",
-               "seo_email_per_word", "seo_zh_spam_per_1k_han", "gopher_mean_word_length", "q_mean_word_length"}
+               "seo_email_per_word", "seo_zh_spam_per_1k_han", "gopher_mean_word_length", "q_mean_word_length",
+               "q_mean_line_chars", "q_words_per_sentence"}
 SIGNED = {"norm_chars_delta"}
 #: Signals that are null by design for some rows: no second language, no declared language, no list for the
 #: row's language (word_lists), no URL column; the heuristic scorer's documented nulls.
