@@ -161,6 +161,8 @@ def _applies(stage: Stage, batch: pa.RecordBatch) -> np.ndarray | None:
 
 def apply_stage(stage: Stage, batch: pa.RecordBatch) -> StageResult:
     """Run ``stage`` on the rows it applies to; the other rows pass through with null signals."""
+    if getattr(stage, "is_global", False) and not stage.signal_fields:
+        return stage(batch)  # (a global stage without pass-1 columns reads its scope in the global step)
     mask = _applies(stage, batch)
     if mask is None:
         return stage(batch)

@@ -145,17 +145,18 @@ def test_default_pipeline_on_sample_data(tmp_path, sample_data):
         assert run_cli("verify", out).returncode == 0
         outs.append(out)
     summary = json.loads((outs[0] / "stats" / "summary.json").read_text())
-    assert (summary["input_records"], summary["kept"], summary["removed"]) == (1686, 1090, 596)
+    assert (summary["input_records"], summary["kept"], summary["removed"]) == (1686, 1084, 602)
     assert summary["removed_by_stage"] == {
         "langid": 46, "garbled": 2, "repetition_runs": 1, "long_tokens": 1, "gopher_quality": 262,
-        "gopher_repetition": 191, "fineweb_quality": 55, "c4": 29, "exact_dedup": 6, "minhash_dedup": 3}
+        "gopher_repetition": 191, "fineweb_quality": 31, "c4": 15, "exact_dedup": 8, "minhash_dedup": 3,
+        "quality_filter": 42}
     assert summary["by_source"]["code"] == {"input": 220, "kept": 220, "removed": 0}
     assert summary["by_source"]["wiki"] == {"input": 300, "kept": 300, "removed": 0}
     assert folder_bytes(outs[0], *OUTPUTS) == folder_bytes(outs[1], *OUTPUTS)
-    # the data-juicer dedup demo's near-identical pairs, each reduced to its longest member
+    # the data-juicer dedup demo's near-identical pairs, each reduced to its best-scored member
     clusters = pq.read_table(outs[0] / "dedup" / "clusters.parquet").to_pylist()
     assert sorted((c["cluster"].rsplit("-", 1)[1], c["id"].rsplit("-", 1)[1]) for c in clusters
-                  if not c["is_representative"]) == [("10", "9"), ("12", "13"), ("7", "8")]  # best quality kept
+                  if not c["is_representative"]) == [("12", "13"), ("7", "8"), ("9", "10")]  # best quality kept
     # every removal names its stage, rule, reason and deciding value (duplicates: the kept id instead)
     for row in pq.read_table(outs[0] / "rejected").to_pylist():
         assert row["stage"] and row["rule"] and row["reason"]

@@ -67,3 +67,30 @@ def test_invalid_filter_settings():
         dataclean.resolve_config({"pipeline": [{"stage": "quality_filter", "threshold": 0.5, "top_fraction": 0.3}]})
     with pytest.raises(dataclean.ConfigError, match="top_fraction must be in"):
         dataclean.resolve_config({"pipeline": [{"stage": "quality_filter", "top_fraction": 1.5}]})
+
+
+def test_a_threshold_per_language_over_the_kinds_in_scope(tmp_path):
+    rows = [("web-good", GOOD_EN, "cc-2024"), ("web-bad", BAD_EN, "cc-2024"), ("web-zh-bad", BAD_ZH, "forum_zh"),
+            ("book-bad", BAD_EN + " again", "books")]
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pylist([{"id": i, "text": t, "source": s} for i, t, s in rows]), path)
+    cfg = dataclean.resolve_config({"pipeline": [
+        {"stage": "normalize"}, {"stage": "langid", "min_score": 0.0}, {"stage": "quality_score"},
+        {"stage": "quality_filter", "only_kinds": ["web"], "by_lang": {"en": {"threshold": 0.5}}}]})
+    out = tmp_path / "out"
+    assert dataclean.run([str(path)], str(out), config=cfg).verified
+    kept = {r["id"]: (r["lang"], r["quality_score"]) for r in pq.read_table(out / "data").to_pylist()}
+    gone = {r["id"]: (r["rule"], r["threshold"], r["detail"]) for r in pq.read_table(out / "rejected").to_pylist()}
+    # English web below 0.5 goes; Chinese web has no threshold; books are curated, out of scope
+    assert gone == {"web-bad": ("quality_below_threshold", 0.5, "score below the threshold of language en")}
+    assert sorted(kept) == ["book-bad", "web-good", "web-zh-bad"] and kept["book-bad"][0] == "en"
+    cutoffs = pq.read_table(out / "stats" / "quality_cutoffs.parquet").to_pylist()
+    assert [(c["lang"], c["mode"], c["cutoff"], c["scored_documents"]) for c in cutoffs] == [
+        ("en", "threshold", 0.5, 2)]
+
+
+def test_the_default_recipe_filters_english_web_pages():
+    spec = next(s for s in dataclean.resolve_config()["pipeline"] if s["stage"] == "quality_filter")
+    assert spec["only_kinds"] == ["web"] and spec["by_lang"] == {"en": {"threshold": 0.33}}
+    with pytest.raises(dataclean.ConfigError, match=r"by_lang.en: expected \{threshold: x\}"):
+        dataclean.resolve_config({"pipeline": [{"stage": "quality_filter", "by_lang": {"en": {"top_fraction": 0.5}}}]})

@@ -1,6 +1,7 @@
 """Filtering on the quality score, decided over the whole corpus in the global step.
 
-Two modes, per source or for all:
+Two modes, per source or for all, and a threshold per language (``by_lang: {en: {threshold: 0.4}}``, over the
+sources in the stage's scope; a document removed by its source's rule is not counted again):
 
 * ``threshold``: remove documents whose ``quality_score`` is below it;
 * ``top_fraction``: keep the best ``top_fraction`` of each source's documents. The documents of a source are
@@ -37,7 +38,8 @@ class QualityFilter(Stage):
     ]
 
     def __init__(self, threshold: float | None = None, top_fraction: float | None = None,
-                 by_source: dict | None = None, score_column: str = "quality_score", name: str | None = None):
+                 by_source: dict | None = None, by_lang: dict | None = None, score_column: str = "quality_score",
+                 name: str | None = None):
         super().__init__(name)
         self.threshold, self.top_fraction = threshold, top_fraction
         self.score_column = score_column
@@ -47,7 +49,12 @@ class QualityFilter(Stage):
             if not isinstance(rule, dict) or set(rule) - {"threshold", "top_fraction"}:
                 raise ValueError(f"quality_filter.by_source.{source}: expected {{threshold: x}} or {{top_fraction: x}}")
             self._check(rule.get("threshold"), rule.get("top_fraction"), f".by_source.{source}")
-        self.global_columns = ("source", score_column)
+        self.by_lang = dict(by_lang or {})
+        for lang, rule in self.by_lang.items():
+            if not isinstance(rule, dict) or set(rule) != {"threshold"}:
+                raise ValueError(f"quality_filter.by_lang.{lang}: expected {{threshold: x}} (a language's threshold)")
+            self._check(rule["threshold"], None, f".by_lang.{lang}")
+        self.global_columns = ("source", "lang", score_column)
 
     @staticmethod
     def _check(threshold, fraction, where: str) -> None:
@@ -80,6 +87,12 @@ class QualityFilter(Stage):
         if col not in ctx.columns:
             raise ValueError(f"quality_filter: the pipeline has no {col!r} column (add a quality_score stage before it)")
         sources = [r[0] for r in con.sql(f"SELECT DISTINCT source FROM {view} ORDER BY 1").fetchall()]
+        if self.only_kinds is not None or self.skip_kinds:  # the kinds of the config's sources: mapping
+            from dataclean.sources import SourceKinds
+
+            kinds = SourceKinds.from_config(ctx.cfg)
+            sources = [s for s in sources if (self.only_kinds is None or kinds.kind(s) in self.only_kinds)
+                       and kinds.kind(s) not in self.skip_kinds]
         rules = self._rules(sources)
         scored: dict[str, int] = {}
         keeps: dict[str, int] = {}
@@ -115,8 +128,23 @@ class QualityFilter(Stage):
                            'outside the best {x:g} of source {src} ({keep} of {n} kept)', NULL
                     FROM {view} WHERE source = '{src}' AND {col} IS NOT NULL AND {after}""",
                             {"score": cut[0], "id": cut[1]} if cut is not None else None)
-            rows.append({"source": source, "mode": mode, "parameter": x, "cutoff": cutoff, "scored_documents": n})
-        table = pa.Table.from_pylist(rows, schema=pa.schema([("source", pa.string()), ("mode", pa.string()),
+            rows.append({"source": source, "lang": None, "mode": mode, "parameter": x, "cutoff": cutoff,
+                         "scored_documents": n})
+        for lang, rule in sorted(self.by_lang.items()):  # a language's threshold, over the sources in scope
+            x, lng = float(rule["threshold"]), lang.replace("'", "''")
+            in_scope = ", ".join("'" + s.replace("'", "''") + "'" for s in sources) or "NULL"
+            where = f"source IN ({in_scope}) AND lang = '{lng}' AND {col} IS NOT NULL"
+            n = con.sql(f"SELECT count(*) FROM {view} WHERE {where}").fetchall()[0][0]
+            con.execute(f"""
+                INSERT INTO removals
+                SELECT doc_key, '{self.name}', 'quality_below_threshold', 'low_quality', {col}, {x},
+                       'score below the threshold of language {lng}', NULL
+                FROM {view} WHERE {where} AND {col} < {x}
+                  AND doc_key NOT IN (SELECT doc_key FROM removals)""")
+            rows.append({"source": None, "lang": lang, "mode": "threshold", "parameter": x, "cutoff": x,
+                         "scored_documents": n})
+        table = pa.Table.from_pylist(rows, schema=pa.schema([("source", pa.string()), ("lang", pa.string()),
+                                                             ("mode", pa.string()),
                                                              ("parameter", pa.float64()), ("cutoff", pa.float64()),
                                                              ("scored_documents", pa.int64())]))
         atomic_write_table(table, os.path.join(ctx.lay.stats, "quality_cutoffs.parquet"))
