@@ -22,13 +22,19 @@ Signals, per document (every ratio is per character of the document, ``0.0`` for
     * ``gbk-fffd``: ``锟斤拷`` (U+FFFD's UTF-8 bytes read as GBK) and ``烫烫烫烫``/``屯屯屯屯`` (the MSVC
       fill bytes 0xCC/0xCD of uninitialised memory read as GBK), detected by pattern.
 
+    In the default pipeline the normalize stage has already repaired with ftfy what ftfy can repair (UTF-8 read
+    as cp1252 / Latin-1 / MacRoman / cp1251), so what this rule sees is mostly the multi-byte readings (GBK,
+    Big5, Shift_JIS, ISO-2022-JP) and mojibake ftfy would not touch.
+
     Not detected: EUC-KR read as GBK (its byte pairs are ordinary GB2312 characters, so nothing in the text
     is rarer than real Chinese), and single mis-decoded characters with no rare character in them
     (``caf茅`` for ``café``).
 ``garbled_control_ratio``
     C0 controls other than tab, line feed and carriage return (a line end in raw input), DEL, and C1
     controls U+0080–U+009F (Windows-1252 punctuation read as Latin-1: ``\\x93quoted\\x94``, ``\\x806.50``).
-    The normalize stage removes C0 controls before this stage in the default pipeline; C1 it leaves alone.
+    The normalize stage removes C0 controls before this stage in the default pipeline, and repairs (ftfy,
+    ``fix_encoding``) C1 controls that are cp1252 punctuation in Latin-script lines; what is left here is C1
+    inside broken CJK text and the like.
 ``garbled_private_use_ratio``
     Private-use characters (RE2 ``\\p{Co}``). Old Japanese-carrier emoji live in the private-use area
     (``\\ue056``, ``\\ue107`` in Weibo posts and reviews), so a few are normal in short posts.
@@ -42,7 +48,12 @@ Signals, per document (every ratio is per character of the document, ``0.0`` for
     look-alike letters; no language writes one word in two of them. Korean particles after Latin words
     (``API는``) and Japanese kana after Latin (``Linuxを``) are not confusable and are not counted. Legitimate
     mixed words exist (``30μm``, ``ΔfH0``, navigation text glued to a Greek word ``ΕπόμενοB``), a few per
-    document, hence a share rather than any occurrence.
+    document, hence a share rather than any occurrence. Ukrainian and Belarusian write the letter і, and web
+    text in these languages often types it as the Latin ``i`` (``мiсто``, ``Київ`` with a Latin i): in rows whose
+    ``lang`` is in ``cyrillic_latin_i_langs`` (default ``[uk, be]``), and in any Cyrillic word that holds a
+    letter only these languages use (і ї є ґ ў), a Latin ``i``/``I`` inside a Cyrillic word is read as і/І and
+    does not make the word mixed. Any other Latin letter in a Cyrillic word (``а``/``о``/``е``/``с``/``р``
+    homoglyphs: ``Рaypal``, ``вы игрaли``) still does, in those languages too.
 
 Rules, in this order (the first failing one is recorded): ``garbled_replacement_chars``,
 ``garbled_mojibake``, ``garbled_control_chars``, ``garbled_private_use``, ``garbled_unassigned``,
@@ -99,6 +110,18 @@ _CONFUSABLE_PAIRS = [("Latin", "Cyrillic"), ("Latin", "Greek"), ("Cyrillic", "Gr
 #: One whole word (run of Latin/Cyrillic/Greek letters, marks, digits) with letters of two of these scripts.
 MIXED_SCRIPT_WORD = (_WORD + "*(?:" + "|".join(
     rf"\p{{{a}}}{_WORD}*\p{{{b}}}|\p{{{b}}}{_WORD}*\p{{{a}}}" for a, b in _CONFUSABLE_PAIRS) + ")" + _WORD + "*")
+#: A Latin i/I next to a Cyrillic letter (with only marks and digits between): where a uk/be i may be hiding.
+LATIN_I_BY_CYRILLIC = r"\p{Cyrillic}[\pM\pN]*[iI]|[iI][\pM\pN]*\p{Cyrillic}"
+_CYRILLIC_PY = "\u0400-\u052f\u1c80-\u1c8f\u2de0-\u2dff\ua640-\ua69f"
+#: (Python) a run of Latin, Greek, Cyrillic letters, combining marks and digits: a word as MIXED_SCRIPT_WORD sees it.
+_WORD_PY = re.compile("[0-9A-Za-z\u00aa\u00b5\u00ba\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0250-\u02af"
+                      "\u0300-\u036f\u0370-\u03ff" + _CYRILLIC_PY + "\u1d00-\u1dff\u1e00-\u1fff\u2c60-\u2c7f"
+                      "\ua720-\ua7ff\uff10-\uff19\uff21-\uff3a\uff41-\uff5a]+")
+_CYRILLIC_CHAR_PY = re.compile(f"[{_CYRILLIC_PY}]")
+#: Letters of the Ukrainian and Belarusian alphabets that Russian does not have.
+UK_BE_LETTERS = "іїєґўІЇЄҐЎ"
+_LATIN_I_TO_CYRILLIC = str.maketrans("iI", "\u0456\u0406")
+
 #: Two letters of different confusable scripts with only marks and digits between them: every mixed word has
 #: one, and this pattern (no leading word loop) is cheap to search for in long Russian or Greek documents.
 SCRIPT_TRANSITION = "|".join(
@@ -455,7 +478,8 @@ class Garbled(Stage):
                  max_control_ratio: float | None = 0.005, max_private_use_ratio: float | None = 0.25,
                  max_unassigned_ratio: float | None = 0.005, min_bad_chars: int = 3,
                  max_mixed_script_ratio: float | None = 0.05, min_mixed_script_words: int = 3,
-                 by_lang: dict | None = None, name: str | None = None):
+                 cyrillic_latin_i_langs: list[str] | None = ("uk", "be"), by_lang: dict | None = None,
+                 name: str | None = None):
         super().__init__(name)
         for k, v in {"max_replacement_ratio": max_replacement_ratio, "max_mojibake_ratio": max_mojibake_ratio,
                      "max_control_ratio": max_control_ratio, "max_private_use_ratio": max_private_use_ratio,
@@ -473,6 +497,9 @@ class Garbled(Stage):
         self.min_bad_chars = min_bad_chars
         self.max_mixed_script_ratio = max_mixed_script_ratio
         self.min_mixed_script_words = min_mixed_script_words
+        if isinstance(cyrillic_latin_i_langs, str) or not all(isinstance(x, str) for x in cyrillic_latin_i_langs or ()):
+            raise ValueError("garbled.cyrillic_latin_i_langs must be a list of language codes")
+        self.cyrillic_latin_i_langs = list(cyrillic_latin_i_langs or ())
         self.set_by_lang(by_lang)
 
     def apply(self, batch: pa.RecordBatch) -> StageResult:
@@ -500,7 +527,13 @@ class Garbled(Stage):
                 for i, d in zip(cand.tolist(), details):
                     full[i] = d
                 moji_detail = pa.array(full, pa.string())
-            mixed_words[cand], mixed_ratio[cand] = _mixed_script(sub)
+            latin_i = np.zeros(len(cand), bool)
+            if self.cyrillic_latin_i_langs and "lang" in batch.schema.names:
+                lang = batch.column("lang").take(pa.array(cand))
+                latin_i = pc.fill_null(pc.is_in(lang.cast(pa.string()), pa.array(self.cyrillic_latin_i_langs,
+                                                                                  pa.string())), False)
+                latin_i = latin_i.to_numpy(zero_copy_only=False)
+            mixed_words[cand], mixed_ratio[cand] = _mixed_script(sub, latin_i)
 
         ratios = {k: v / denom for k, v in counts.items()}
         out = with_columns(batch, {
@@ -553,8 +586,23 @@ def _mojibake(text: pa.Array) -> tuple[np.ndarray, list | None]:
     return chars, details
 
 
-def _mixed_script(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """Words mixing confusable scripts per document, and their share of the document's words."""
+def latin_i_as_cyrillic(text: str, whole_doc: bool) -> str:
+    """``text`` with each Latin i/I inside a Cyrillic word turned into the Cyrillic і/І: in every such word when
+    ``whole_doc`` (the row's language writes і), else only in words that hold a Ukrainian/Belarusian letter."""
+    def word(m):
+        w = m.group()
+        if ("i" not in w and "I" not in w) or not _CYRILLIC_CHAR_PY.search(w):
+            return w
+        if not whole_doc and not any(c in UK_BE_LETTERS for c in w):
+            return w
+        return w.translate(_LATIN_I_TO_CYRILLIC)
+    return _WORD_PY.sub(word, text)
+
+
+def _mixed_script(text: pa.Array, latin_i_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Words mixing confusable scripts per document, and their share of the document's words. In the rows of
+    ``latin_i_rows`` (bool per row), and in words with a uk/be letter anywhere, a Latin i/I inside a Cyrillic
+    word does not count (:func:`latin_i_as_cyrillic`)."""
     n = len(text)
     words = np.zeros(n, np.int64)
     ratio = np.zeros(n, np.float64)
@@ -563,6 +611,16 @@ def _mixed_script(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         return words, ratio
     sub = text.take(pa.array(cand))
     mixed = pc.count_substring_regex(sub, MIXED_SCRIPT_WORD).to_numpy(zero_copy_only=False).astype(np.int64)
+    # the few documents with a mixed word and a Latin i by a Cyrillic letter: count again with those i read as і
+    again = np.flatnonzero(mixed > 0)
+    if len(again):
+        again = again[pc.match_substring_regex(sub.take(pa.array(again)), LATIN_I_BY_CYRILLIC)
+                      .to_numpy(zero_copy_only=False)]
+    if len(again):
+        whole = np.zeros(len(again), bool) if latin_i_rows is None else latin_i_rows[cand[again]]
+        fixed = [latin_i_as_cyrillic(t, w) for t, w in zip(sub.take(pa.array(again)).to_pylist(), whole.tolist())]
+        mixed[again] = pc.count_substring_regex(pa.array(fixed, pa.string()), MIXED_SCRIPT_WORD).to_numpy(
+            zero_copy_only=False)
     words[cand] = mixed
     has = np.flatnonzero(mixed)
     if len(has):
