@@ -25,7 +25,7 @@ def test_default_rules_name_signal_thresholds_languages_sources_and_file():
     assert punct["by_lang"]["zh"] == {"end_marks": ".'\"!?。！？…”」』", "line_punct_min_lines": 2}
     stages = [r[0] for r in rows]
     assert stages[0] == "normalize" and stages[-1] == "quality_filter"
-    assert len(rows) == 60
+    assert len(rows) == 67
 
 
 def test_rules_of_a_user_pipeline_point_at_the_user_file(tmp_path):

@@ -200,3 +200,127 @@ def test_arbitrary_unicode_never_crashes_and_signals_stay_in_range(texts, lang):
 
 
 _SHARED = SeoSpam(by_lang=ZH)
+
+
+# -- Chinese CC spam: strong terms, title and line stuffing, city x service, pinyin, list blocks ----------
+
+NEWS_BODY = ("近日，市交通部门对全市公交线路进行了调整，新开通三条线路，方便市民出行。\n"
+             "据介绍，调整后的线路覆盖了城东新区和高铁站，早晚高峰发车间隔缩短到八分钟。\n")
+
+
+def test_brand_injected_in_the_title_line_is_removed(stage):
+    doc = "【乐虎国际】市区公交线路调整方便市民出行\n" + NEWS_BODY
+    (row,), (rule,), (value,) = run(stage, doc, lang="zh")
+    assert row["seo_title_zh_strong_hits"] == 1 and row["seo_zh_strong_hits"] == 1
+    assert (rule, value) == ("seo_title_zh_strong_term", 1)
+
+
+def test_one_strong_brand_in_a_keyword_line_is_removed(stage):
+    doc = "家常菜的做法\n" + NEWS_BODY + "本文关键词：家常菜,做法,欧宝体育,香菇\n"
+    (row,), (rule,), _ = run(stage, doc, lang="zh")
+    assert row["seo_zh_strong_hits"] == 1 and row["seo_title_zh_strong_hits"] == 0
+    assert rule == "seo_zh_strong_terms"
+
+
+def test_news_about_macau_casino_earnings_is_kept(stage):
+    doc = ("澳门博企第三季度收入回升\n"
+           "澳门六家博企公布第三季度业绩，金沙中国、银河娱乐和永利澳门的收入均有回升。\n"
+           "分析师指出，威尼斯人度假村和永利皇宫的客流已恢复到疫情前的七成。\n")
+    (row,), (rule,), _ = run(stage, doc, lang="zh")
+    assert row["seo_zh_strong_hits"] == 0
+    assert row["seo_zh_spam_hits"] == 1  # 永利皇宫 (curated): far below the count and density bounds
+    assert rule is None
+
+
+def test_hotel_review_mentioning_the_venetian_is_kept(stage):
+    doc = "住在澳门威尼斯人酒店，房间很大，早餐丰富，去新葡京走路十分钟，下次还会再来。"
+    (row,), (rule,), _ = run(stage, doc, lang="zh")
+    assert row["seo_zh_strong_hits"] == 0 and rule is None
+
+
+def test_stuffed_title_is_removed_in_chinese_and_english(stage):
+    doc = "爱玩体育官方_爱玩体育官方_爱玩体育官方_爱玩体育官方\n" + NEWS_BODY
+    (row,), (rule,), (value,) = run(stage, doc, lang="zh")
+    assert row["seo_title_keyword_repeats"] == 4  # the whole item, its head 爱玩 and tail 官方: 4 each
+    assert (rule, value) == ("seo_title_stuffing", 4)
+    en = ("cheap flights | cheap flights | cheap flights | cheap flights\n"
+          "Book your trip to Lisbon with our travel desk and save on the spring fares.\n")
+    (row,), (rule,), _ = run(stage, en, lang="en")
+    assert row["seo_title_keyword_repeats"] == 4 and rule == "seo_title_stuffing"
+
+
+def test_a_product_title_with_two_variants_is_kept(stage):
+    doc = "便携式粉尘仪/粉尘检测仪/粉尘测定仪_仪器厂\n" + NEWS_BODY
+    (row,), (rule,), _ = run(stage, doc, lang="zh")
+    assert row["seo_title_keyword_repeats"] == 2  # head 粉尘 twice
+    assert rule is None
+
+
+def test_a_one_line_review_is_not_a_title(stage):
+    (row,), (rule,), _ = run(stage, "非常好，非常好，非常好，非常好，京东快递很快", lang="zh")
+    assert row["seo_title_keyword_repeats"] == 0 and rule is None
+
+
+def test_keyword_repeated_across_a_line_is_removed(stage):
+    line = " ".join(["刻章"] + ["专业刻章", "刻章价格", "刻章报价单", "公司刻章", "刻章店", "快速刻章",
+                                "刻章地址", "发票章刻章"])
+    doc = "服务介绍\n" + NEWS_BODY + line + "\n"
+    (row,), (rule,), (value,) = run(stage, doc, lang="zh")
+    assert row["seo_line_keyword_repeats"] == 9  # 刻章 as item, head or tail of all nine items
+    assert rule == "seo_line_stuffing" and value == 9
+
+
+def test_city_times_service_list_is_removed(stage):
+    cities = ["北京", "上海", "广州", "深圳", "杭州", "南京", "武汉", "成都", "西安", "重庆"]
+    doc = "办事指南\n" + NEWS_BODY + "热门城市：" + " ".join(c + "办证" for c in cities) + "\n"
+    (row,), (rule,), (value,) = run(stage, doc, lang="zh")
+    assert row["seo_city_service_count"] == 10
+    assert (rule, value) == ("seo_city_service", 10)
+
+
+def test_city_list_in_a_travel_article_is_kept(stage):
+    doc = ("我们这次旅行从北京出发，经过上海、杭州和南京，最后到达广州。\n"
+           "北京烤鸭、上海小笼包、杭州西湖醋鱼都很好吃，南京的盐水鸭也值得一尝。\n")
+    (row,), (rule,), _ = run(stage, doc, lang="zh")
+    assert row["seo_city_service_count"] == 0  # fewer city mentions than the bound: not even cut
+    assert rule is None
+
+
+def test_pinyin_injection_is_removed(stage):
+    doc = "烟(yan)台(tai)市(shi)哪(na)里(li)有(you)代办营业执照的公司"
+    (row,), (rule,), (value,) = run(stage, doc, lang="zh")
+    assert row["seo_pinyin_injections"] == 6
+    assert (rule, value) == ("seo_pinyin_injection", 6)
+
+
+def test_english_glosses_in_parentheses_are_not_pinyin(stage):
+    doc = "苹果(apple)、公交(bus)、地图(map)、汽车(car)和书(book)"
+    (row,), _, _ = run(stage, doc, lang="zh")
+    assert row["seo_pinyin_injections"] == 0
+
+
+def test_navigation_and_link_farm_blocks_are_removed(stage):
+    nav = ["首页", "产品中心", "新闻动态", "关于我们", "联系我们", "在线留言", "人才招聘", "淄博口罩",
+           "山东口罩", "临沂口罩", "济南口罩", "青岛口罩"]
+    doc = "\n".join(nav) + "\n本公司主营口罩。\n"
+    (row,), (rule,), (value,) = run(stage, doc, lang="zh")
+    assert row["seo_line_count"] == 13
+    listed = sum(len(x) for x in nav)
+    assert row["seo_list_line_frac"] == listed / (listed + len("本公司主营口罩。"))
+    assert rule == "seo_list_lines"
+
+
+def test_a_product_page_ending_with_a_hot_cities_list_is_kept_when_the_body_dominates(stage):
+    body = "".join(NEWS_BODY.split("\n"))
+    doc = ("医用口罩产品介绍\n" + body + "\n" + body + "\n"
+           + "热门城市：淄博口罩 山东口罩 临沂口罩 济南口罩 潍坊口罩 烟台口罩\n")
+    (row,), (rule,), _ = run(stage, doc, lang="zh")
+    assert row["seo_line_keyword_repeats"] == 6  # tail 口罩 six times: not above 8
+    assert row["seo_city_service_count"] == 0  # six city mentions: not more than the bound of 9
+    assert 0 < row["seo_list_line_frac"] < 0.8 and rule is None
+
+
+def test_every_strong_term_contains_a_han_or_is_ascii_brand():
+    strong = load_terms(["lists/zh-spam/strong.txt"])
+    assert len(strong) > 100
+    assert "威尼斯人" not in strong and "办证" not in strong  # ambiguous alone: see the list header
