@@ -18,8 +18,10 @@ from hypothesis import strategies as st
 
 from dataclean.quality.evaluate import (evaluate_scores, holdout_mask, parse_labels, precision_recall,
                                         read_documents, roc_auc)
-from dataclean.quality.linear import (HashingParams, LinearQualityModel, ModelFileError, document_lines,
-                                      hashed_ngrams, probe_digest, train)
+from dataclean.quality.linear import (DEFAULT_DENSE, FORMAT_VERSION, HashingParams, LinearQualityModel,
+                                      ModelFileError, _decision_features, _features, balance_weights,
+                                      class_differences, cv_folds, dense_features, document_lines, fit,
+                                      hashed_ngrams, lang_keys, probe_digest, train)
 
 from conftest import REPO
 
@@ -297,8 +299,8 @@ def test_load_errors_are_clear(saved, tmp_path):
     _rewrite(saved, wrong, format="something-else")
     cases["wrong.npz"] = (wrong, "wrong format name")
     newer = tmp_path / "newer.npz"
-    _rewrite(saved, newer, format_version=2)
-    cases["newer.npz"] = (newer, "format version 2 .* reads version 1")
+    _rewrite(saved, newer, format_version=3)
+    cases["newer.npz"] = (newer, "format version 3 .* reads versions 1, 2")
     drift = tmp_path / "drift.npz"
     _rewrite(saved, drift, probe="0123456789abcdef")
     cases["drift.npz"] = (drift, "tokenizer or n-gram hashing .* retrain")
@@ -472,8 +474,10 @@ def _cli(*args):
 def test_cli_train_and_eval_end_to_end(tmp_path):
     _write_sets(tmp_path)
     model = tmp_path / "q.npz"
+    # classes balanced only (format version 1's training): balancing length would give the 3-sentence good
+    # documents and the one-line bad ones almost no shared length bin
     r = _cli("train", "--positive", tmp_path / "good.parquet", "--negative", tmp_path / "bad.jsonl",
-             "-o", model, "--holdout", "0.3", "--seed", "1")
+             "-o", model, "--holdout", "0.3", "--seed", "1", "--balance", "none")
     assert r.returncode == 0, r.stderr
     assert re.search(r"^holdout AUC (\d\.\d{4})$", r.stdout, re.M), r.stdout
     assert "read 52 good and 52 bad documents" in r.stdout
@@ -491,7 +495,7 @@ def test_cli_train_and_eval_end_to_end(tmp_path):
                                       str(tmp_path / "bad.jsonl"), "-o", str(tmp_path / "q2.npz"), "--holdout",
                                       "0.3", "--seed", "1", "--add-good-lines", "--format", "json"])
     assert r2.exit_code == 0, r2.output
-    out = json.loads(r2.output)
+    out = json.loads(r2.stdout)
     # every good document is one line of 88-262 characters: each training document adds itself once more
     assert out["extra_good_lines"] * 2 == out["n_train_pos"]
     assert out["extra_good_lines"] + out["n_holdout_pos"] == 52
@@ -519,3 +523,253 @@ def test_cli_train_and_eval_end_to_end(tmp_path):
     r = CliRunner().invoke(quality, ["eval", str(model), "--labels", str(tmp_path / "labels.jsonl"),
                                      "--label-column", "gold"])
     assert r.exit_code == 2 and "no label column 'gold'" in r.output
+
+
+# -------------------------------------------------------------------------------------------------------
+# balancing, warnings, dense features, per-language weights, format version 2
+
+
+def test_balance_weights_equalize_language_exactly():
+    y = [1, 1, 1, 1, 0, 0, 0, 0]
+    langs = ["en", "en", "en", "zh", "en", "zh", "zh", "zh"]
+    w = balance_weights(y, langs, [10] * 8, by=("lang",))
+    # good: en 3/4, zh 1/4; bad: en 1/4, zh 3/4; target en 1/2, zh 1/2; each class weighs n/2 = 4
+    assert w.tolist() == pytest.approx([2 / 3, 2 / 3, 2 / 3, 2, 2, 2 / 3, 2 / 3, 2 / 3])
+    # a good Japanese document has no bad one to be set against: weight 0, the others scale to n/2 = 4.5
+    w = balance_weights(y + [1], langs + ["ja"], [10] * 9, by=("lang",))
+    assert w.tolist() == pytest.approx([0.75, 0.75, 0.75, 2.25, 2.25, 0.75, 0.75, 0.75, 0.0])
+    assert w[np.array(y + [1]) == 1].sum() == pytest.approx(4.5)
+
+
+def test_balance_weights_equalize_length_bins_and_classes():
+    y = np.array([1, 1, 1, 0, 0, 0])
+    lengths = [100, 300, 300, 100, 100, 300]  # bins < 200 and 200-999
+    w = balance_weights(y, None, lengths, by=("length",))
+    assert w.tolist() == pytest.approx([1.5, 0.75, 0.75, 0.75, 0.75, 1.5])
+    # weighted, both classes have half their weight in each bin
+    assert w[(y == 1) & (np.array(lengths) < 200)].sum() == pytest.approx(w[(y == 0) & (np.array(lengths) < 200)].sum())
+    # joint cells: language and length together
+    w = balance_weights([1, 1, 0, 0], ["en", "zh", "en", "zh"], [100, 5000, 100, 50], by=("lang", "length"))
+    assert w.tolist() == [2.0, 0.0, 2.0, 0.0]  # (zh, >= 5000) and (zh, < 200) hold one class each
+    # classes only: n / (2 * count of the class)
+    assert balance_weights([1, 1, 1, 0], by=()).tolist() == pytest.approx([2 / 3, 2 / 3, 2 / 3, 2.0])
+    with pytest.raises(ValueError, match="nothing to balance"):
+        balance_weights([1, 0], ["en", "zh"], [1, 1], by=("lang",))
+    with pytest.raises(ValueError, match="cannot balance source"):
+        balance_weights([1, 0], by=("source",))
+
+
+def test_lang_keys_reduce_tags_and_fall_back_to_the_script():
+    keys = lang_keys(["Hello there.", "长江发源于青藏高原。", "text", "カタカナとひらがな"], ["en-US", None, "zh_TW", None])
+    assert keys.tolist() == ["en", "zh", "zh", "ja"]
+    assert lang_keys(["plain English words", "中文的句子"]).tolist() == ["en", "zh"]
+
+
+def test_class_differences_warn_with_exact_lines():
+    y = [1, 1, 1, 1, 0, 0, 0, 0]
+    langs = ["en", "en", "en", "zh", "zh", "zh", "zh", "zh"]
+    lengths = [900, 1000, 1100, 1200, 100, 200, 300, 400]
+    sources = ["wiki", "wiki", "books", None, "web", "web", "web", "web"]
+    assert class_differences(y, langs, lengths, sources) == [
+        "the good and bad documents differ in language (total-variation distance 0.75 > 0.2; good: en 75%, "
+        "zh 25%; bad: zh 100%): the model can learn the language instead of quality; add good and bad documents "
+        "of each language, keep --balance lang or train --per-lang",
+        "the good and bad documents differ in length (median 1050 vs 250 characters, ratio 4.2 > 2): the model "
+        "can learn length instead of quality; add short good and long bad documents, keep --balance length or "
+        "use --add-good-lines",
+        "the good and bad documents share no source (good: books, wiki; bad: web): the model can learn the source "
+        "instead of quality; add good and bad documents of the same sources",
+    ]
+    # within the bounds: no warning (same language mix; a median length ratio of 2 is allowed)
+    assert class_differences([1, 1, 1, 1, 0, 0, 0, 0], ["en", "en", "en", "zh", "zh", "en", "en", "en"],
+                             [200, 200, 200, 200, 100, 100, 100, 100], ["web"] * 8) == []
+    # unknown sources are not a warning; longer bad documents get the opposite advice
+    out = class_differences([1, 0], ["en", "en"], [100, 1000], [None, "web"])
+    assert out == ["the good and bad documents differ in length (median 100 vs 1000 characters, ratio 10.0 > 2): "
+                   "the model can learn length instead of quality; add long good and short bad documents, keep "
+                   "--balance length"]
+
+
+def test_cv_folds_are_a_deterministic_deal_by_id_hash():
+    ids = [f"d{i}" for i in range(23)]
+    f = cv_folds(ids, 5)
+    assert np.bincount(f).tolist() == [5, 5, 5, 4, 4]
+    assert cv_folds(ids[::-1], 5)[::-1].tolist() == f.tolist()
+    assert cv_folds(ids, 5, seed=1).tolist() != f.tolist()
+    with pytest.raises(ValueError, match="at least 2 folds"):
+        cv_folds(ids, 1)
+
+
+def _mixed_set():
+    pos = _docs(EN_GOOD, 0, 20) + _docs(ZH_GOOD, 0, 20)
+    neg = EN_BAD[:20] + ZH_BAD[:20]
+    langs = ["en"] * 20 + ["zh"] * 20 + ["en"] * 20 + ["zh"] * 20
+    return pos + neg, np.r_[np.ones(40, bool), np.zeros(40, bool)], langs
+
+
+@pytest.fixture(scope="module")
+def dense_per_lang():
+    texts, y, langs = _mixed_set()
+    model, metrics = fit(texts, y, langs=langs, dense=DEFAULT_DENSE, per_lang=True, min_lang_docs=20,
+                         balance=("lang",), cv=4, ids=[f"x{i}" for i in range(80)])
+    return model, metrics
+
+
+def test_dense_features_are_the_heuristic_signals_and_line_statistics():
+    raw = dense_features(["One line. Two words here.\n\nSecond line here", ""], None, DEFAULT_DENSE)
+    assert raw.shape == (2, len(DEFAULT_DENSE))
+    col = dict(zip(DEFAULT_DENSE, raw[0]))
+    assert col["log_lines"] == pytest.approx(np.log(3))
+    assert col["log_mean_line_chars"] == pytest.approx(np.log1p((25 + 16) / 2))
+    assert col["log_words"] == pytest.approx(np.log1p(8))
+    assert np.isnan(dict(zip(DEFAULT_DENSE, raw[1]))["mean_word_length"])  # no words: undefined
+
+
+def test_dense_and_per_language_model_round_trips_and_cv_scores_match(dense_per_lang, tmp_path):
+    model, metrics = dense_per_lang
+    assert sorted(model.heads) == ["en", "zh"] and model.dense.names == DEFAULT_DENSE
+    assert len(metrics["cv_scores"]) == 80 and metrics["cv_folds"] == 4
+    path = tmp_path / "dense.npz"
+    model.save(path)
+    with np.load(path, allow_pickle=False) as npz:
+        assert sorted(npz.files) == ["coef_index", "coef_value", "dense_coef", "head0_coef_index",
+                                     "head0_coef_value", "head0_dense_coef", "head0_intercept",
+                                     "head1_coef_index", "head1_coef_value", "head1_dense_coef",
+                                     "head1_intercept", "intercept", "meta"]
+        meta = json.loads(npz["meta"].tobytes())
+    assert meta["format_version"] == FORMAT_VERSION == 2 and meta["heads"] == ["en", "zh"]
+    assert meta["dense"]["names"] == list(DEFAULT_DENSE) and len(meta["dense"]["std"]) == len(DEFAULT_DENSE)
+    loaded = LinearQualityModel.load(path)
+    assert loaded.dense == model.dense
+    texts = _docs(EN_GOOD, 20, 26) + _docs(ZH_GOOD, 20, 26) + EN_BAD[20:] + ZH_BAD[20:]
+    langs = (["en"] * 6 + ["zh"] * 6) * 2
+    assert np.array_equal(loaded.predict_proba(texts, langs), model.predict_proba(texts, langs))
+    g, b = model.predict_proba(texts[:12], langs[:12]), model.predict_proba(texts[12:], langs[12:])
+    assert g.min() > b.max()
+    # the training path (matrices) and the scoring path (texts) give the same logits, heads chosen by language
+    F = _features(pa.array(texts), langs, model.params, DEFAULT_DENSE)
+    assert _decision_features(model, F, np.arange(24)) == pytest.approx(model.decision_function(texts, langs))
+    # a language without weights of its own gets the fallback weights
+    fallback = LinearQualityModel(model.coef, model.intercept, model.params, dense=model.dense,
+                                  dense_coef=model.dense_coef)
+    assert model.decision_function(texts[:2], ["fr", "fr"]) == pytest.approx(
+        fallback.decision_function(texts[:2], ["fr", "fr"]))
+    # dense features that changed since training refuse the model
+    drift = tmp_path / "drift.npz"
+    dense_meta = dict(meta["dense"])
+    dense_meta["probe"] = [[0.0] * len(DEFAULT_DENSE)] * 2
+    _rewrite(path, drift, dense=dense_meta)
+    with pytest.raises(ModelFileError, match="heuristic signals .* retrain"):
+        LinearQualityModel.load(drift)
+    bad = tmp_path / "bad.npz"
+    _rewrite(path, bad, dense={**meta["dense"], "names": ["log_words", "colour"]})
+    with pytest.raises(ModelFileError, match="invalid dense features .*colour"):
+        LinearQualityModel.load(bad)
+
+
+def test_version_1_model_files_still_load(trained, tmp_path):
+    model, _ = trained
+    # a file exactly as format version 1 wrote it: four arrays, no dense features, no heads
+    nz = np.flatnonzero(model.coef).astype(np.int32)
+    meta = {"format": "dataclean-linear-quality", "format_version": 1, "kind": "linear",
+            "params": model.params.to_json(), "probe": probe_digest(model.params), "dataclean_version": "0.1.0",
+            "metrics": {"n_train_pos": 40}}
+    path = tmp_path / "v1.npz"
+    np.savez_compressed(path, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), coef_index=nz,
+                        coef_value=model.coef[nz], intercept=np.array([model.intercept], np.float32))
+    old = LinearQualityModel.load(path)
+    assert old.dense is None and old.heads == {} and old.metrics["n_train_pos"] == 40
+    texts = _docs(EN_GOOD, 20, 26) + ZH_BAD[20:]
+    assert np.array_equal(old.predict_proba(texts), model.predict_proba(texts))
+    assert np.array_equal(old.predict_proba(texts, ["en"] * 12), model.predict_proba(texts))
+
+
+def _write_labels(folder):
+    """labels.jsonl: English with keep/remove, Chinese with 1/0; labels.parquet: good/bad, no lang."""
+    with open(folder / "labels.jsonl", "w", encoding="utf-8") as fh:
+        for i, t in enumerate(_docs(EN_GOOD, 0, 20)):
+            fh.write(json.dumps({"id": f"eg{i}", "text": t, "label": "keep", "lang": "en", "source": "web"}) + "\n")
+        for i, t in enumerate(EN_BAD[:20]):
+            fh.write(json.dumps({"id": f"eb{i}", "text": t, "label": "remove", "lang": "en", "source": "web"}) + "\n")
+        for i, t in enumerate(_docs(ZH_GOOD, 0, 20)):
+            fh.write(json.dumps({"id": f"zg{i}", "text": t, "label": 1, "lang": "zh-CN"}, ensure_ascii=False) + "\n")
+        for i, t in enumerate(ZH_BAD[:20]):
+            fh.write(json.dumps({"id": f"zb{i}", "text": t, "label": 0, "lang": "zh"}, ensure_ascii=False) + "\n")
+    pq.write_table(pa.table({"id": [f"p{i}" for i in range(12)],
+                             "text": _docs(EN_GOOD, 20, 26) + EN_BAD[20:],
+                             "label": ["good"] * 6 + ["bad"] * 6}), folder / "labels.parquet")
+
+
+def test_cli_train_from_labels_with_cv(tmp_path):
+    from click.testing import CliRunner
+
+    from dataclean.quality.cli import quality
+
+    _write_labels(tmp_path)
+    model = tmp_path / "q.npz"
+    r = _cli("train", "--labels", tmp_path / "labels.jsonl", "--labels", tmp_path / "labels.parquet",
+             "--cv", "4", "-o", model, "--dense", "--per-lang", "--balance", "lang")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "read 46 good and 46 bad documents" in lines
+    assert "balance: lang; dense features: yes; per-language weights: en, zh" in lines
+    cv = [line for line in lines if line.startswith("cv AUC")]
+    assert len(cv) == 3
+    assert re.fullmatch(r"cv AUC \d\.\d{4} \(4 folds by id hash, seed 0; 92 documents: 46 good, 46 bad\)", cv[0])
+    assert re.fullmatch(r"cv AUC lang=en \d\.\d{4} \(52 documents: 26 good, 26 bad\)", cv[1])
+    assert re.fullmatch(r"cv AUC lang=zh \d\.\d{4} \(40 documents: 20 good, 20 bad\)", cv[2])
+    assert "holdout AUC" not in r.stdout  # --cv: the final model is trained on every document
+    # the one-liners are short: one warning, on stderr, and nothing else there
+    assert r.stderr.splitlines() == [
+        "warning: the good and bad documents differ in length (median 239 vs 16 characters, ratio 15.4 > 2): "
+        "the model can learn length instead of quality; add short good and long bad documents, keep --balance "
+        "length or use --add-good-lines"]
+    saved = LinearQualityModel.load(model)
+    assert saved.metrics["n_train_pos"] == 46 and saved.metrics["cv"]["overall"]["n"] == 92
+    assert sorted(saved.heads) == ["en", "zh"] and saved.dense is not None
+
+    r = CliRunner().invoke(quality, ["train", "--labels", str(tmp_path / "labels.jsonl"), "--cv", "3",
+                                     "--balance", "none", "-o", str(tmp_path / "q2.npz"), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["n_read_pos"] == 40 and out["n_read_neg"] == 40 and out["holdout_fraction"] == 0.0
+    assert out["balance"] == [] and set(out["cv"]["by_lang"]) == {"en", "zh"}
+    assert out["cv"]["overall"]["auc"] > 0.9
+
+    r = CliRunner().invoke(quality, ["train", "--labels", str(tmp_path / "labels.jsonl"), "--cv", "3",
+                                     "--holdout", "0.2", "-o", str(tmp_path / "q3.npz")])
+    assert r.exit_code == 2 and "--cv or --holdout, not both" in r.output
+    r = CliRunner().invoke(quality, ["train", "--positive", str(tmp_path / "labels.jsonl"), "-o",
+                                     str(tmp_path / "q3.npz")])
+    assert r.exit_code == 2 and "give --labels FILE, or both --positive GOOD and --negative BAD" in r.output
+    r = CliRunner().invoke(quality, ["train", "--labels", str(tmp_path / "labels.jsonl"), "--balance", "source",
+                                     "-o", str(tmp_path / "q3.npz")])
+    assert r.exit_code == 2 and "--balance must be" in r.output
+
+
+def test_cli_train_warns_about_language_and_source(tmp_path):
+    from click.testing import CliRunner
+
+    from dataclean.quality.cli import quality
+
+    pq.write_table(pa.table({"id": [f"g{i}" for i in range(20)], "text": _docs(EN_GOOD, 0, 20, k=1),
+                             "source": ["wiki"] * 20}), tmp_path / "good.parquet")
+    pq.write_table(pa.table({"id": [f"b{i}" for i in range(20)], "text": _docs(ZH_GOOD, 0, 20, k=1),
+                             "source": ["web"] * 20}), tmp_path / "bad.parquet")
+    r = CliRunner().invoke(quality, ["train", "--positive", str(tmp_path / "good.parquet"), "--negative",
+                                     str(tmp_path / "bad.parquet"), "--balance", "none", "--holdout", "0.2",
+                                     "-o", str(tmp_path / "m.npz")])
+    assert r.exit_code == 0, r.output
+    assert r.stderr.splitlines() == [
+        "warning: the good and bad documents differ in language (total-variation distance 1.00 > 0.2; good: en "
+        "100%; bad: zh 100%): the model can learn the language instead of quality; add good and bad documents of "
+        "each language, keep --balance lang or train --per-lang",
+        "warning: the good and bad documents differ in length (median 86 vs 24 characters, ratio 3.6 > 2): the "
+        "model can learn length instead of quality; add short good and long bad documents, keep --balance length "
+        "or use --add-good-lines",
+        "warning: the good and bad documents share no source (good: wiki; bad: web): the model can learn the "
+        "source instead of quality; add good and bad documents of the same sources"]
+    # balancing language refuses a set where no language has both classes
+    r = CliRunner().invoke(quality, ["train", "--positive", str(tmp_path / "good.parquet"), "--negative",
+                                     str(tmp_path / "bad.parquet"), "-o", str(tmp_path / "m.npz")])
+    assert r.exit_code == 2 and "nothing to balance" in r.output

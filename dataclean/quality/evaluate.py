@@ -88,8 +88,8 @@ def evaluate_scores(scores, labels, langs=None, threshold: float = 0.5) -> dict:
 
 
 def parse_labels(values) -> np.ndarray:
-    """Labels as booleans (True = good) from 1/0, true/false, or pos/neg, positive/negative, good/bad
-    (case-insensitive). Raise ValueError naming the first value that is none of these, or a null."""
+    """Labels as booleans (True = good) from 1/0, true/false, or pos/neg, positive/negative, good/bad,
+    keep/remove (case-insensitive). Raise ValueError naming the first value that is none of these, or a null."""
     if isinstance(values, np.ndarray) and values.dtype.kind in "biu":
         bad = ~np.isin(values, (0, 1))
         if bad.any():
@@ -159,15 +159,17 @@ def normalize_lang(value: str | None) -> str | None:
 
 def read_documents(inputs: list[str], text_column: str = "text", id_column: str | None = "id",
                    lang_column: str | None = "lang", label_column: str | None = None,
-                   max_docs: int | None = None, seed: int = 0) -> tuple[pa.Table, int]:
+                   max_docs: int | None = None, seed: int = 0,
+                   source_column: str | None = None) -> tuple[pa.Table, int]:
     """Documents of Parquet/JSONL inputs (files, folders, globs) read with dataclean's readers.
 
-    Returns a table ``id, text, lang[, label]`` and the number of unusable records skipped. ``lang`` is
+    Returns a table ``id, text, lang, source[, label]`` and the number of unusable records skipped. ``lang`` is
     ``lang_column`` when the input has it, else its ``lang_hint`` column, reduced to the language
     (``zh-CN`` -> ``zh``); null when neither. ``label`` (bool, True = good) is read from ``label_column``
     (see :func:`parse_labels`); a record without one raises ValueError. With ``max_docs`` the documents
     with the ``max_docs`` smallest ``id_hash_unit(id, seed, "sample")`` are kept (a uniform sample, the
-    same whatever the file order), selected while streaming.
+    same whatever the file order), selected while streaming. ``source`` is ``source_column`` where the
+    input has it, else null.
     """
     import json
 
@@ -176,7 +178,8 @@ def read_documents(inputs: list[str], text_column: str = "text", id_column: str 
     paths = discover_inputs(list(inputs))
     if not paths:
         raise FileNotFoundError(f"no .parquet/.jsonl input files in {', '.join(inputs)}")
-    mapping = ColumnMapping(text=text_column, id=id_column, source=None, url=None, lang=lang_column)
+    mapping = ColumnMapping(text=text_column, id=id_column, source=source_column, url=None, lang=lang_column,
+                            default_source="")
     kept: list[pa.Table] = []
     n_kept, n_bad = 0, 0
     for index, path in enumerate(paths):
@@ -191,7 +194,9 @@ def read_documents(inputs: list[str], text_column: str = "text", id_column: str 
                 metas = [json.loads(m) if m else {} for m in docs.column("meta").to_pylist()]
             lang = [normalize_lang(v if v is not None else (metas[i].get("lang_hint") if metas else None))
                     for i, v in enumerate(langs)]
-            cols = {"id": docs.column("id"), "text": docs.column("text"), "lang": pa.array(lang, pa.string())}
+            source = [v or None for v in docs.column("source").to_pylist()] if source_column else [None] * len(lang)
+            cols = {"id": docs.column("id"), "text": docs.column("text"), "lang": pa.array(lang, pa.string()),
+                    "source": pa.array(source, pa.string())}
             if label_column is not None:
                 missing = [i for i, m in enumerate(metas) if label_column not in m]
                 if missing:
@@ -210,7 +215,7 @@ def read_documents(inputs: list[str], text_column: str = "text", id_column: str 
                 kept = [_smallest(pa.concat_tables(kept), max_docs)]
                 n_kept = kept[0].num_rows
     if not kept:
-        schema = {"id": pa.string(), "text": pa.string(), "lang": pa.string()}
+        schema = {"id": pa.string(), "text": pa.string(), "lang": pa.string(), "source": pa.string()}
         if label_column is not None:
             schema["label"] = pa.bool_()
         return pa.table({k: pa.array([], t) for k, t in schema.items()}), n_bad
