@@ -145,11 +145,11 @@ def test_default_pipeline_on_sample_data(tmp_path, sample_data):
         assert run_cli("verify", out).returncode == 0
         outs.append(out)
     summary = json.loads((outs[0] / "stats" / "summary.json").read_text())
-    assert (summary["input_records"], summary["kept"], summary["removed"]) == (1686, 1084, 602)
+    assert (summary["input_records"], summary["kept"], summary["removed"]) == (1686, 1090, 596)
     assert summary["removed_by_stage"] == {
         "langid": 46, "garbled": 2, "repetition_runs": 1, "long_tokens": 1, "gopher_quality": 262,
-        "gopher_repetition": 191, "fineweb_quality": 31, "c4": 15, "exact_dedup": 8, "minhash_dedup": 3,
-        "quality_filter": 42}
+        "gopher_repetition": 191, "fineweb_quality": 31, "c4": 5, "exact_dedup": 8, "minhash_dedup": 3,
+        "quality_filter": 46}
     assert summary["by_source"]["code"] == {"input": 220, "kept": 220, "removed": 0}
     assert summary["by_source"]["wiki"] == {"input": 300, "kept": 300, "removed": 0}
     assert folder_bytes(outs[0], *OUTPUTS) == folder_bytes(outs[1], *OUTPUTS)

@@ -91,6 +91,6 @@ def test_a_threshold_per_language_over_the_kinds_in_scope(tmp_path):
 
 def test_the_default_recipe_filters_english_web_pages():
     spec = next(s for s in dataclean.resolve_config()["pipeline"] if s["stage"] == "quality_filter")
-    assert spec["only_kinds"] == ["web"] and spec["by_lang"] == {"en": {"threshold": 0.33}}
+    assert spec["only_kinds"] == ["web"] and spec["by_lang"] == {"en": {"threshold": 0.37}}
     with pytest.raises(dataclean.ConfigError, match=r"by_lang.en: expected \{threshold: x\}"):
         dataclean.resolve_config({"pipeline": [{"stage": "quality_filter", "by_lang": {"en": {"top_fraction": 0.5}}}]})
