@@ -9,24 +9,12 @@ import copy
 import hashlib
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from dataclean.pipeline import build_stage
-
-
-class ConfigError(ValueError):
-    """A configuration problem, with the offending key in the message."""
-
-
-def rules_dir() -> Path:
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "rules", here / "_rules"):
-        if (candidate / "default.yaml").is_file():
-            return candidate
-    raise ConfigError("cannot find the default rules folder (rules/default.yaml)")
+from dataclean.rulesfolder import ConfigError, rules_dir  # noqa: F401  (both are config's public names)
 
 
 #: libyaml's safe loader where PyYAML was built with it (its wheels are): the same documents, ~5x faster to parse

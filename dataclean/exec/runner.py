@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from dataclean.config import ConfigError, config_hash, resolve_config, rules_dir, validate
+from dataclean.exec.errors import RunError  # noqa: F401  (the runner's public error)
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.global_step import global_step
 from dataclean.exec.layout import OWNED_ENTRIES, Layout, load_marker
@@ -27,10 +28,6 @@ from dataclean.exec.tasks import TaskSpec, pass1_task, pass2_task, pipeline_for,
 from dataclean.io import fs as iofs
 from dataclean.io.readers import discover_inputs
 from dataclean.io.writers import tmp_name, write_errors, write_json_atomic
-
-
-class RunError(Exception):
-    """A run that cannot start or cannot finish, with a message meant for the user."""
 
 
 @dataclass

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.parquet as pq
 
-from dataclean.exec.runner import RunError
+from dataclean.exec.errors import RunError
 from dataclean.io.readers import ColumnMapping, ReadChunk, read_shard, text_column_hint
 
 #: Records read from each input by the driver's check (a batch; the readers' batch size for this read).

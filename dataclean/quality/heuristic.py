@@ -228,7 +228,7 @@ class HeuristicModel:
         if cls._default is None:
             import yaml
 
-            from dataclean.config import rules_dir
+            from dataclean.rulesfolder import rules_dir
 
             with open(rules_dir() / MODEL_FILE, encoding="utf-8") as fh:
                 cls._default = cls.from_dict(yaml.safe_load(fh))

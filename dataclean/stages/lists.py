@@ -76,7 +76,7 @@ def resolve_list_path(path: str | os.PathLike) -> Path:
     p = Path(path)
     if p.is_absolute():
         return p
-    from dataclean.config import rules_dir  # late import: config imports the pipeline, which imports stages
+    from dataclean.rulesfolder import rules_dir
 
     return rules_dir() / p
 
