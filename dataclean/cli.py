@@ -124,10 +124,15 @@ def run(inputs, output, work_dir, config_path, workers, executor, ray_address, f
 @click.option("--id-column", default="id", show_default=True, help="Labels column holding the id.")
 @click.option("--label-column", default="label", show_default=True,
               help="Labels column holding keep/remove (1/0, good/bad).")
+@click.option("--lang-column", default="lang", show_default=True,
+              help="Labels column with the language to report a document under (else the run's langid).")
+@click.option("--source-column", default="source", show_default=True,
+              help="Labels column with the source name the pipeline sees (else input.default_source).")
 @click.option("--keep-run", type=click.Path(file_okay=False),
               help="Keep the run in this folder (for dataclean inspect / sql); default: a temporary folder.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def eval_cmd(labels, config_path, workers, text_column, id_column, label_column, keep_run, fmt) -> None:
+def eval_cmd(labels, config_path, workers, text_column, id_column, label_column, lang_column, source_column, keep_run,
+             fmt) -> None:
     """Measure the pipeline's decisions against LABELS (files with id, text, label keep/remove; optional lang,
     source): removal precision, recall, good retention, per rule and per language, the quality score's AUC,
     and every misjudged document."""
@@ -138,7 +143,8 @@ def eval_cmd(labels, config_path, workers, text_column, id_column, label_column,
     from dataclean.exec.runner import RunError
 
     try:
-        table = read_labels(list(labels), LabelColumns(text=text_column, id=id_column, label=label_column))
+        table = read_labels(list(labels), LabelColumns(text=text_column, id=id_column, label=label_column,
+                                                       lang=lang_column, source=source_column))
         report = evaluate(table, config_path, workers=workers, keep=keep_run)
     except (LabelsError, ConfigError, RunError) as exc:
         _fail(exc, 2)

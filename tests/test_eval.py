@@ -97,3 +97,16 @@ def test_read_labels_accepts_keep_remove_numbers_and_refuses_repeated_ids(tmp_pa
     assert t.column("label").to_pylist() == [False, True, True]
     with pytest.raises(LabelsError, match="id '1' is labelled twice"):
         read_labels([str(path), str(path)])
+
+
+def test_a_users_own_column_names(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_text("".join(json.dumps({"doc": d["id"], "body": d["text"], "verdict": d["label"],
+                                        "site": d["source"], "language": d.get("lang")}, ensure_ascii=False) + "\n"
+                            for d in DOCS), encoding="utf-8")
+    res = run_cli("eval", path, "--format", "json", "--id-column", "doc", "--text-column", "body",
+                  "--label-column", "verdict", "--source-column", "site", "--lang-column", "language")
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    assert report["overall"]["removed_bad"] == 2 and report["by_lang"]["zh"]["docs"] == 2
+    assert sorted(report["sources"]) == ["cc-2024", "forum", "web_zh"]
