@@ -18,6 +18,14 @@ CONTENT_LINE = ("error: every record of in/{name} is a bad record (no 'text' fie
                 "source: " + HINT)
 
 
+def dc_run(tmp_path, *args):
+    """``dataclean run in -o out --quiet`` in ``tmp_path``, without the HTML report (not under test here; it costs
+    ~3 s of a run's ~4)."""
+    cfg = tmp_path / "no-report.yaml"
+    cfg.write_text("output:\n  report: false\n")
+    return run_cli("run", "in", "-o", "out", "--quiet", "--config", cfg, *args, cwd=tmp_path)
+
+
 def content_records(n: int, start: int = 0) -> list[dict]:
     return [{"id": f"c{i}", "content": f"{PROSE} Item {i}.", "source": "web"} for i in range(start, start + n)]
 
@@ -35,12 +43,12 @@ def stderr_lines(res) -> list[str]:
                                          ("a.jsonl.zst", write_jsonl_zst)])
 def test_text_in_content_stops_the_run_in_one_line(tmp_path, name, write):
     write(tmp_path / "in" / name, content_records(5))
-    res = run_cli("run", "in", "-o", "out", "--quiet", cwd=tmp_path)
+    res = dc_run(tmp_path)
     assert res.returncode == 2, res.stderr
     assert stderr_lines(res) == [CONTENT_LINE.format(name=name)]
     assert res.stdout == ""
     assert not (tmp_path / "out").exists()  # stopped before anything was written: the fixed command just runs
-    fixed = run_cli("run", "in", "-o", "out", "--quiet", "--text-column", "content", cwd=tmp_path)
+    fixed = dc_run(tmp_path, "--text-column", "content")
     assert fixed.returncode == 0, fixed.stderr
     assert fixed.stdout.startswith("5 records in: ")
 
@@ -48,14 +56,14 @@ def test_text_in_content_stops_the_run_in_one_line(tmp_path, name, write):
 def test_two_files_one_all_bad_names_that_file(tmp_path):
     write_jsonl(tmp_path / "in" / "a.jsonl", text_records(4))
     write_jsonl(tmp_path / "in" / "b.jsonl", content_records(3))
-    res = run_cli("run", "in", "-o", "out", "--quiet", cwd=tmp_path)
+    res = dc_run(tmp_path)
     assert res.returncode == 2, res.stderr
     assert stderr_lines(res) == [CONTENT_LINE.format(name="b.jsonl")]
 
 
 def test_mix_of_good_and_bad_records_runs(tmp_path):
     write_jsonl(tmp_path / "in" / "a.jsonl", text_records(3) + content_records(2) + text_records(2, start=3))
-    res = run_cli("run", "in", "-o", "out", "--quiet", cwd=tmp_path)
+    res = dc_run(tmp_path)
     assert res.returncode == 0, res.stderr
     assert stderr_lines(res) == []
     assert res.stdout.startswith("7 records in: ")
@@ -65,7 +73,7 @@ def test_bad_first_batch_with_good_records_later_runs(tmp_path):
     """The driver reads the first batch (256 records); a file that starts with 300 bad ones is read on, and
     its good records later on keep it from being stopped."""
     write_jsonl(tmp_path / "in" / "a.jsonl", content_records(300) + text_records(400))
-    res = run_cli("run", "in", "-o", "out", "--quiet", cwd=tmp_path)
+    res = dc_run(tmp_path)
     assert res.returncode == 0, res.stderr
     assert stderr_lines(res) == []  # 300 of 700: not most
     assert res.stdout.startswith("700 records in: ")
@@ -73,12 +81,12 @@ def test_bad_first_batch_with_good_records_later_runs(tmp_path):
 
 def test_mostly_bad_run_finishes_with_a_warning(tmp_path):
     write_jsonl(tmp_path / "in" / "a.jsonl", text_records(100) + content_records(1100))
-    res = run_cli("run", "in", "-o", "out", "--quiet", cwd=tmp_path)
+    res = dc_run(tmp_path)
     assert res.returncode == 0, res.stderr
     assert stderr_lines(res) == [
         "warning: 1,100 of 1,200 records (92%) are bad records: no 'text' field; " + HINT]
     assert res.stdout.startswith("1200 records in: ")
-    again = run_cli("run", "in", "-o", "out", "--quiet", cwd=tmp_path)  # a finished run, rerun: same warning
+    again = dc_run(tmp_path)  # a finished run, rerun: same warning
     assert (again.returncode, stderr_lines(again)) == (0, stderr_lines(res))
 
 
@@ -87,7 +95,7 @@ def test_parquet_without_the_text_column_is_unreadable_with_the_hint(tmp_path):
     write_parquet(tmp_path / "in" / "a.parquet",
                   {"id": ["p0"], "content": [PROSE], "source": ["web"]})
     write_jsonl(tmp_path / "in" / "b.jsonl", text_records(2))
-    res = run_cli("run", "in", "-o", "out", "--quiet", cwd=tmp_path)
+    res = dc_run(tmp_path)
     assert res.returncode == 1, res.stderr
     assert stderr_lines(res) == ["error: cannot read in/a.parquet: no text column 'text' (columns: id, content, "
                                  "source): " + HINT]
@@ -97,12 +105,12 @@ def test_parquet_without_the_text_column_is_unreadable_with_the_hint(tmp_path):
 def test_parquet_whose_text_is_null_or_not_a_string_stops(tmp_path):
     write_parquet(tmp_path / "in" / "a.parquet",
                   {"id": ["p0", "p1"], "text": pa.nulls(2, pa.string()), "body": [PROSE, PROSE]})
-    res = run_cli("run", "in", "-o", "out", "--quiet", cwd=tmp_path)
+    res = dc_run(tmp_path)
     assert res.returncode == 2, res.stderr
     assert stderr_lines(res) == ["error: every record of in/a.parquet is a bad record ('text' is null); its "
                                  "columns are id, text, body: pass --text-column body (or set input.columns.text)"]
     write_parquet(tmp_path / "in" / "a.parquet", {"id": ["p0", "p1"], "text": [1, 2], "words": [PROSE, "a b"]})
-    res = run_cli("run", "in", "-o", "out", "--quiet", cwd=tmp_path)
+    res = dc_run(tmp_path)
     assert res.returncode == 2, res.stderr
     assert stderr_lines(res) == ["error: every record of in/a.parquet is a bad record ('text' is int64, not a "
                                  "string); its columns are id, text, words: pass --text-column words (or set "
@@ -112,7 +120,7 @@ def test_parquet_whose_text_is_null_or_not_a_string_stops(tmp_path):
 def test_a_file_that_is_not_json_lines_stops(tmp_path):
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "t.jsonl").write_text("id,text\n1,hello world\n2,another line\n")
-    res = run_cli("run", "in", "-o", "out", "--quiet", cwd=tmp_path)
+    res = dc_run(tmp_path)
     assert res.returncode == 2, res.stderr
     assert stderr_lines(res) == ["error: every record of in/t.jsonl is a bad record (invalid JSON): check that it "
                                  "is JSON Lines (one JSON object per line)"]
