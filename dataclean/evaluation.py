@@ -22,6 +22,7 @@ Overall and per language: the label file's ``lang`` where it has one, else the l
 """
 from __future__ import annotations
 
+import glob
 import gzip
 import io
 import json
@@ -197,14 +198,12 @@ def _fates(out: str) -> dict[str, dict]:
     fates: dict[str, dict] = {}
     data = os.path.join(out, "data", "*.parquet")
     rejected = os.path.join(out, "rejected", "*.parquet")
-    import glob as _glob
-
-    if _glob.glob(data):
+    if glob.glob(data):
         cols = {c[0] for c in con.sql(f"DESCRIBE SELECT * FROM '{data}'").fetchall()}
         q = "quality_score" if "quality_score" in cols else "NULL"
         for ident, lang, score in con.sql(f"SELECT id, lang, {q} FROM '{data}'").fetchall():
             fates[ident] = {"removed": False, "lang": lang, "quality_score": score}
-    if _glob.glob(rejected):
+    if glob.glob(rejected):
         cols = {c[0] for c in con.sql(f"DESCRIBE SELECT * FROM '{rejected}'").fetchall()}
         sel = ", ".join(c if c in cols else f"NULL AS {c}" for c in
                         ("id", "stage", "rule", "reason", "value", "threshold", "dup_of", "lang", "quality_score"))

@@ -173,10 +173,6 @@ def context(batch: pa.RecordBatch) -> dict[str, np.ndarray]:
             "c4_removed_line_frac": np.clip(line_frac, 0.0, 1.0)}
 
 
-def lang_score(batch: pa.RecordBatch) -> np.ndarray:
-    """The langid stage's ``lang_score`` per row, NaN where the batch has none."""
-    return _column(batch, "lang_score")
-
 
 @dataclass(frozen=True)
 class GroupModel:
