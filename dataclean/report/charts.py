@@ -113,68 +113,6 @@ def _draw(fn):
 
 
 @_draw
-def signal_grid(key: str, panels: list[dict], ncols: int = 3) -> str:
-    """Small stacked histograms, one per signal, in one figure (a figure per panel costs ~3x the time).
-
-    Each panel is a dict with ``title``, ``edges``, ``series`` [(label, counts, colour)] stacked bottom-up,
-    ``lines`` [(x, text, linestyle)] for thresholds, and ``log_x``. Counts are on a log scale, so a handful
-    of removals next to thousands of kept documents still shows. One legend for the whole figure."""
-    n = max(len(panels), 1)
-    nrows = math.ceil(n / ncols)
-    width, height = 2.55 * ncols, 1.95 * nrows + 0.35
-    fig = _figure(width, height)
-    fig.subplots_adjust(left=0.35 / width, right=1 - 0.1 / width, bottom=0.3 / height, top=1 - 0.55 / height,
-                        wspace=0.32, hspace=0.55)
-    handles: dict = {}
-    for i, p in enumerate(panels):
-        ax = fig.add_subplot(nrows, ncols, i + 1)  # only the panels that exist: an axes costs ~15 ms
-        edges = p["edges"]
-        bottom = [0] * (len(edges) - 1)
-        for name, counts, colour in p["series"]:
-            nonzero = [k for k, c in enumerate(counts) if c]
-            if not nonzero:
-                continue
-            top = [b + c for b, c in zip(bottom, counts)]
-            a, b = nonzero[0], nonzero[-1] + 1  # draw only the bins this layer occupies: smaller SVG
-            art = ax.stairs(top[a:b], edges[a:b + 1], baseline=bottom[a:b], fill=True, color=colour,
-                            linewidth=0)
-            handles.setdefault(name, art)
-            bottom = top
-        if p.get("log_x"):
-            ax.set_xscale("symlog", linthresh=1)
-            ax.xaxis.set_major_locator(ticker.SymmetricalLogLocator(base=10, linthresh=1))
-            ax.xaxis.set_minor_locator(ticker.NullLocator())
-            ax.xaxis.set_major_formatter(ticker.FuncFormatter(compact))
-        else:
-            ax.xaxis.set_major_locator(ticker.MaxNLocator(4))
-            ax.xaxis.set_major_formatter(ticker.FuncFormatter(compact))
-        ymax = max(bottom, default=0)
-        if ymax > 0:
-            ax.set_yscale("log")
-            _log_axis(ax.yaxis)
-            ax.set_ylim(0.7, ymax * 2.2)
-        ax.set_xlim(edges[0], edges[-1])
-        for k, (x, text, style) in enumerate(p.get("lines", [])):
-            line = ax.axvline(x, color="#222222" if style == "-" else "#c05600", linestyle=style, linewidth=1.1)
-            handles.setdefault("threshold" if style == "-" else "threshold of some languages", line)
-            right = (x - edges[0]) > 0.6 * (edges[-1] - edges[0]) and not p.get("log_x")
-            ax.annotate(label(text, 18), (x, 1), xycoords=("data", "axes fraction"), xytext=(-2 if right else 2,
-                        -2 - 8 * k), textcoords="offset points", va="top", ha="right" if right else "left",
-                        fontsize=6, color=line.get_color())
-        # a plain text, not set_title: placing a title measures every tick label (a third of the time)
-        ax.text(0, 1.04, label(p["title"], 34), transform=ax.transAxes, fontsize=7.5, family="monospace")
-        ax.tick_params(length=2, pad=1.5)
-        ax.grid(False)
-    order = ["kept", "removed by the panel's rule", "removed by other rules", "threshold",
-             "threshold of some languages"]
-    handles = {k: handles[k] for k in sorted(handles, key=lambda k: order.index(k) if k in order else len(order))}
-    if handles:
-        fig.legend(list(handles.values()), [label(k) for k in handles], loc="upper center",
-                   ncols=min(len(handles), 5), bbox_to_anchor=(0.5, 1 - 0.04 / height), handlelength=1.4)
-    return to_svg(fig, key)
-
-
-@_draw
 def hbars(key: str, labels: list[str], values: list[float], colours: list[str], xlabel: str,
           legend: list[tuple[str, str]] | None = None, log_x: bool = False) -> str:
     """Horizontal bars, first label on top, each value printed at its bar's end."""

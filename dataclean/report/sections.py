@@ -5,7 +5,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from dataclean.report import charts
+from dataclean.report import charts, svggrid
 from dataclean.report.page import Cell, details, esc, figure, mono, note, num, pct, pre, section, table
 from dataclean.report.queries import (TEXT_CHARS, RunTables, dedup_examples, example_keys, fetch_removed,
                                       is_numeric, quality_by_source, read_parquet, rows, signal_histograms)
@@ -308,7 +308,7 @@ def signals_section(run: Run, removals: list[dict], other_signals: bool = True) 
         built = [panel(s, ths) for s, ths in by_signal.items() if ths[0].stage == stage]
         built = [b for b in built if b]
         if built:
-            svg = charts.signal_grid(f"sig-stage-{stage}", [b[0] for b in built])
+            svg = svggrid.signal_grid(f"sig-stage-{stage}", [b[0] for b in built])
             body += (f"<h3>{esc(stage)}</h3>" + figure(svg)
                      + table(headers, [b[1] for b in built], numeric=(3, 4)))
     if not run.thresholds:
@@ -319,7 +319,7 @@ def signals_section(run: Run, removals: list[dict], other_signals: bool = True) 
         if built or constant:
             same = (note("The same value for every document: " + ", ".join(
                 f"{s} = {num(hists[s].lo_value)}" for s in constant) + ".") if constant else "")
-            grid = figure(charts.signal_grid("sig-without-threshold", [b[0] for b in built], ncols=4)) if built else ""
+            grid = figure(svggrid.signal_grid("sig-without-threshold", [b[0] for b in built], ncols=4)) if built else ""
             body += details(f"Other signals ({len(built) + len(constant)}, no threshold)",
                             grid + (table(headers, [b[1] for b in built], numeric=(3, 4)) if built else "") + same)
     intro = ("Distribution of each signal over kept documents (blue), documents removed by the rule that reads "
