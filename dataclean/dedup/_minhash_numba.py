@@ -515,6 +515,51 @@ def _shingle(tok, s, k):
 
 
 @njit(cache=True, nogil=True)
+def _shingle64(tok, s, k):
+    """The shingle hash of tokens tok[s:s + k] before its truncation to 32 bits (decontamination's keys)."""
+    h = SHINGLE_INIT ^ _U64(k)
+    for t in range(s, s + k):
+        h = (h ^ tok[t]) * SHINGLE_MUL
+        h = h ^ (h >> _U64(31))
+    h = h ^ (h >> _U64(30))
+    h = h * SPLITMIX_MUL1
+    h = h ^ (h >> _U64(27))
+    h = h * SPLITMIX_MUL2
+    h = h ^ (h >> _U64(31))
+    return h
+
+
+@njit(cache=True, nogil=True)
+def stream_shingles64(word_tok, word_counts, cjk_tok, cjk_counts, word_n, char_n):
+    """:func:`stream_shingles` with the full 64-bit hashes, and only whole n-grams: a stream shorter than its n
+    gives no shingle (decontamination matches n-grams, never a short text as a whole)."""
+    n = len(word_counts)
+    offsets = np.zeros(n + 1, np.int64)
+    for d in range(n):
+        offsets[d + 1] = offsets[d] + _n_full(word_counts[d], word_n) + _n_full(cjk_counts[d], char_n)
+    values = np.empty(offsets[n], np.uint64)
+    o = 0
+    ws = 0
+    cs = 0
+    for d in range(n):
+        for tok, start, count, k in ((word_tok, ws, word_counts[d], word_n), (cjk_tok, cs, cjk_counts[d], char_n)):
+            if count >= k:
+                for s in range(start, start + count - k + 1):
+                    values[o] = _shingle64(tok, s, k)
+                    o += 1
+        ws += word_counts[d]
+        cs += cjk_counts[d]
+    return values, offsets
+
+
+@njit(cache=True, nogil=True)
+def _n_full(count, n):
+    if count >= n:
+        return count - n + 1
+    return 0
+
+
+@njit(cache=True, nogil=True)
 def _n_shingles(count, n):
     if count >= n:
         return count - n + 1

@@ -482,12 +482,14 @@ def _finalize(h: np.ndarray) -> np.ndarray:
     return h
 
 
-def _stream_hashes(token: np.ndarray, counts: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(shingle hashes as uint64, shingles per document) of one token stream."""
+def _stream_hashes(token: np.ndarray, counts: np.ndarray, n: int,
+                   full_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(shingle hashes as uint64, shingles per document) of one token stream (``full_only``: no shingle for a
+    stream shorter than ``n``)."""
     starts = np.zeros(len(counts), np.int64)
     np.cumsum(counts[:-1], out=starts[1:])
     full = counts >= n
-    per_doc = np.where(full, counts - n + 1, np.minimum(counts, 1))
+    per_doc = np.where(full, counts - n + 1, 0 if full_only else np.minimum(counts, 1))
     out = np.empty(int(per_doc.sum()), np.uint64)
     is_full = np.repeat(full, per_doc)
     m = np.where(full, counts - n + 1, 0)
@@ -496,7 +498,7 @@ def _stream_hashes(token: np.ndarray, counts: np.ndarray, n: int) -> tuple[np.nd
         first = np.repeat(starts - (np.cumsum(m) - m), m)
         out[is_full] = _finalize(_combine_windows(token, n)[first + np.arange(len(first))])
     short = ~full & (counts > 0)
-    if short.any():
+    if short.any() and not full_only:
         s_start, s_len = starts[short], counts[short]
         h = SHINGLE_INIT ^ s_len.astype(np.uint64)
         for i in range(n - 1):
@@ -510,9 +512,12 @@ def _stream_hashes(token: np.ndarray, counts: np.ndarray, n: int) -> tuple[np.nd
 
 
 def shingle_hashes(texts: pa.Array | pa.ChunkedArray, word_ngram: int = 5,
-                   char_ngram: int = 5) -> tuple[np.ndarray, np.ndarray]:
+                   char_ngram: int = 5, wide: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``(values, offsets)``: uint32 hashes of every shingle of every document, concatenated, and int64
     offsets of length ``n + 1``; document ``i``'s shingles are ``values[offsets[i]:offsets[i + 1]]``.
+    ``wide``: the full 64-bit hashes (uint64) before their truncation, for exact n-gram matching against a
+    large set (decontamination), where 32 bits would collide; and only whole n-grams: a stream shorter than
+    its n gives no shingle.
 
     ``texts`` must already be :func:`shingle_text`-normalized (null counts as ""). A document without
     words or CJK characters has zero shingles (``offsets[i] == offsets[i + 1]``): leave it to exact dedup.
@@ -529,13 +534,14 @@ def shingle_hashes(texts: pa.Array | pa.ChunkedArray, word_ngram: int = 5,
         offsets, data = _buffers(texts)
         w_tok, w_count, c_tok, c_count = k.token_hashes(data, offsets, _char_maps()[1], _SECRET)
         if not (len(w_count) and w_count[0] < 0):  # (invalid UTF-8: the Arrow path decides what it is)
-            return k.stream_shingles(w_tok, w_count, c_tok, c_count, word_ngram, char_ngram)
-    w_vals, w_count = _stream_hashes(*_word_tokens(texts), word_ngram)
-    c_vals, c_count = _stream_hashes(*_cjk_tokens(texts), char_ngram)
+            stream = k.stream_shingles64 if wide else k.stream_shingles
+            return stream(w_tok, w_count, c_tok, c_count, word_ngram, char_ngram)
+    w_vals, w_count = _stream_hashes(*_word_tokens(texts), word_ngram, full_only=wide)
+    c_vals, c_count = _stream_hashes(*_cjk_tokens(texts), char_ngram, full_only=wide)
     per_doc = w_count + c_count
     offsets = np.zeros(n_docs + 1, np.int64)
     np.cumsum(per_doc, out=offsets[1:])
-    values = np.empty(int(offsets[-1]), np.uint32)
+    values = np.empty(int(offsets[-1]), np.uint64 if wide else np.uint32)
     if len(c_vals) == 0:
         values[:] = w_vals
     elif len(w_vals) == 0:
