@@ -64,10 +64,13 @@ def main() -> None:
 @click.option("--default-source", help="Source of records that have none (input.default_source).")
 @click.option("--dedup-against", "dedup_against", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Also remove near-duplicates of the documents an earlier run (its output folder) kept.")
+@click.option("--decontaminate", "decontaminate", multiple=True, metavar="FILE",
+              help="Benchmark file (JSONL/JSON/Parquet, or a folder): remove documents that contain its items "
+                   "(repeatable; the benchmark is named by the file's stem; config section `decontaminate`).")
 @click.option("--mixture", help="Mixture recipe (YAML path, or a name under rules/mixtures/): sample the cleaned "
                                 "sources to a token budget (config key `mixture`).")
 def run(inputs, output, work_dir, config_path, workers, executor, ray_address, fresh, quiet, text_column, id_column,
-        source_column, default_source, dedup_against, mixture) -> None:
+        source_column, default_source, dedup_against, decontaminate, mixture) -> None:
     """Clean INPUTS (files, folders or globs of .parquet/.jsonl[.gz|.zst]) into OUTPUT."""
     if executor == "local":
         from dataclean.exec.local import prestart
@@ -84,7 +87,8 @@ def run(inputs, output, work_dir, config_path, workers, executor, ray_address, f
     try:
         summary = run_pipeline(list(inputs), output, config=config_path, workers=workers, fresh=fresh,
                                quiet=quiet, overrides=overrides, dedup_against=list(dedup_against),
-                               executor=executor, ray_address=ray_address, work_dir=work_dir)
+                               executor=executor, ray_address=ray_address, work_dir=work_dir,
+                               decontaminate=list(decontaminate))
     except (RunError, ConfigError) as exc:
         _fail(exc, 2)
     except WriteError as exc:  # disk full, read-only...: nothing half-written is visible; a rerun resumes
@@ -174,18 +178,21 @@ def verify(output) -> None:
 @main.command()
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
               help="YAML config merged onto rules/default.yaml.")
+@click.option("--decontaminate", "decontaminate", multiple=True, metavar="FILE",
+              help="Benchmark file, as for `run`: show the decontaminate stage it adds.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def rules(config_path, fmt) -> None:
+def rules(config_path, decontaminate, fmt) -> None:
     """Print every rule of the pipeline: its signal, thresholds (per language) and the file that sets them."""
     import dataclasses
     import json
 
     from dataclean.config import ConfigError
+    from dataclean.exec.runner import RunError
     from dataclean.rules_info import describe_rules
 
     try:
-        rows = describe_rules(config_path)
-    except ConfigError as exc:
+        rows = describe_rules(config_path, list(decontaminate))
+    except (ConfigError, RunError) as exc:
         _fail(exc, 2)
     if fmt == "json":
         click.echo(json.dumps([dataclasses.asdict(r) for r in rows], indent=2, ensure_ascii=False))

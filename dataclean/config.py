@@ -90,7 +90,47 @@ def resolve_config(user: dict | str | os.PathLike | None = None, overrides: dict
         cur[parts[-1]] = value
         cfg = _merge(cfg, patch, "")
     cfg["mixture"] = resolve_mixture(cfg.get("mixture"))
+    cfg = place_decontaminate(cfg)
     validate(cfg)
+    return cfg
+
+
+DECONTAM_STAGE_KEYS = ("benchmarks", "ngram", "char_ngram", "max_overlap", "min_shared_ngrams", "max_item_frequency",
+                       "mode", "index_dir")
+
+
+def place_decontaminate(cfg: dict) -> dict:
+    """With benchmarks in the ``decontaminate`` section, a ``decontaminate`` stage in the pipeline: the section's
+    settings go into the pipeline's own decontaminate entry when it has one without benchmarks, else into a
+    new entry placed before the section's ``before`` stage (else before the first corpus-wide stage)."""
+    section = cfg.get("decontaminate") or {}
+    if not isinstance(section, dict):
+        raise ConfigError("decontaminate: expected a mapping (benchmarks: [FILE, ...], ...)")
+    benchmarks = section.get("benchmarks") or []
+    if isinstance(benchmarks, (str, dict)):
+        benchmarks = [benchmarks]
+    if not isinstance(benchmarks, list):
+        raise ConfigError("decontaminate.benchmarks: expected a list of files")
+    if not benchmarks:
+        return cfg
+    cfg = dict(cfg, pipeline=[dict(s) if isinstance(s, dict) else s for s in cfg["pipeline"]])
+    entry = {"stage": "decontaminate", **{k: section[k] for k in DECONTAM_STAGE_KEYS if k in section},
+             "benchmarks": benchmarks}
+    own = [s for s in cfg["pipeline"] if isinstance(s, dict) and s.get("stage") == "decontaminate"]
+    if own:
+        for spec in own:
+            if not spec.get("benchmarks"):
+                spec.update({k: v for k, v in entry.items() if k not in spec or k == "benchmarks"})
+        return cfg
+    from dataclean.stages import REGISTRY
+    names = [s.get("name") or s.get("stage") for s in cfg["pipeline"] if isinstance(s, dict)]
+    before = section.get("before")
+    if before in names:
+        at = names.index(before)
+    else:
+        kinds = [s.get("stage") for s in cfg["pipeline"] if isinstance(s, dict)]
+        at = next((i for i, k in enumerate(kinds) if getattr(REGISTRY.get(k), "is_global", False)), len(kinds))
+    cfg["pipeline"].insert(at, entry)
     return cfg
 
 

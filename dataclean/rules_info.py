@@ -22,8 +22,11 @@ class RuleRow:
     doc: str
 
 
-def describe_rules(config_path: str | None = None) -> list[RuleRow]:
+def describe_rules(config_path: str | None = None, benchmarks: list[str] | None = None) -> list[RuleRow]:
     cfg = resolve_config(config_path)
+    if benchmarks:
+        from dataclean.exec.runner import with_benchmarks
+        cfg = with_benchmarks(cfg, list(benchmarks))
     user_sets_pipeline = config_path is not None and "pipeline" in load_yaml(config_path)
     origin = os.path.abspath(config_path) if user_sets_pipeline else str(rules_dir() / "default.yaml")
     rows = []
@@ -41,4 +44,11 @@ def describe_rules(config_path: str | None = None) -> list[RuleRow]:
         if not specs:
             rows.append(RuleRow(stage.name, stage.kind, "-", ", ".join(f.name for f in stage.signal_fields), "-",
                                 params, by_lang, sources, origin, ""))
+    if not any(spec.get("stage") == "decontaminate" for spec in cfg["pipeline"]):  # off until benchmarks are given
+        from dataclean.stages.decontaminate import Decontaminate
+        section = cfg.get("decontaminate") or {}
+        for r in Decontaminate.rule_specs:
+            rows.append(RuleRow("decontaminate", Decontaminate.kind, r.rule, r.signal, r.compare,
+                                {p: section.get(p) for p in r.params}, {},
+                                "off: run with --decontaminate FILE (or decontaminate.benchmarks)", origin, r.doc))
     return rows

@@ -23,9 +23,15 @@ def test_default_rules_name_signal_thresholds_languages_sources_and_file():
     punct = rows[("fineweb_quality", "fineweb_line_punct_ratio")]
     assert punct["thresholds"]["line_punct_thr"] == 0.12
     assert punct["by_lang"]["zh"] == {"end_marks": ".'\"!?。！？…”」』", "line_punct_min_lines": 2}
+    pii = rows[("pii", "pii_mostly")]
+    assert (pii["signal"], pii["thresholds"]) == ("pii_share", {"max_pii_share": 0.3, "min_pii_matches": 10})
+    # decontamination is off until benchmarks are given, and says how to turn it on
+    off = rows[("decontaminate", "benchmark_overlap")]
+    assert off["sources"] == "off: run with --decontaminate FILE (or decontaminate.benchmarks)"
+    assert off["thresholds"] == {"max_overlap": 0.5, "min_shared_ngrams": None}
     stages = [r[0] for r in rows]
-    assert stages[0] == "normalize" and stages[-1] == "quality_filter"
-    assert len(rows) == 67
+    assert stages[0] == "normalize" and stages[-2:] == ["quality_filter", "decontaminate"]
+    assert len(rows) == 69
 
 
 def test_rules_of_a_user_pipeline_point_at_the_user_file(tmp_path):

@@ -543,10 +543,29 @@ def _document(run: Run, label, status, row, dups, anom, pct, full, preview_chars
     doc["text_chars"] = len(text) if isinstance(text, str) else None
     doc["text_truncated"] = bool(isinstance(text, str) and not full and len(text) > preview_chars)
     doc["text"] = text[:preview_chars] if doc["text_truncated"] else text
+    doc["rewrites"] = _rewrites(row)
+    if row.get("decontam_benchmark"):
+        doc["benchmark_overlap"] = {"benchmark": row["decontam_benchmark"], "item": row.get("decontam_item"),
+                                    "overlap": _plain(row.get("decontam_overlap")),
+                                    "shared_ngrams": _plain(row.get("decontam_shared"))}
     doc["anomalies"] = anom
     doc["percentiles"] = pct
     doc["outliers"] = [{"signal": s, **p} for s, p in pct.items() if p["flag"]]
     return doc
+
+
+def _rewrites(row: dict) -> dict:
+    """What the stages changed in the text in place: PII masks per kind, lines C4 removed, repairs."""
+    from dataclean.text.pii import KINDS
+    out = {}
+    masks = {k: int(row[f"pii_{k}"]) for k in KINDS if row.get(f"pii_{k}")}
+    if masks:
+        out["pii_masks"] = masks
+        out["pii_chars"] = int(row.get("pii_chars") or 0)
+    for col in ("c4_lines_removed", "c4_chars_removed", "norm_encoding_fixed", "norm_controls_removed"):
+        if row.get(col):
+            out[col] = int(row[col])
+    return out
 
 
 def _plain(v):

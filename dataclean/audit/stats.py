@@ -11,6 +11,12 @@ Written to ``stats/``:
   stage is everything kept plus everything removed at that stage or later, so the first stage's "in" is
   the input;
 * ``inputs.parquet``: per input file, records read, kept, removed and bad records;
+* ``contamination.parquet`` (with a decontaminate stage): per benchmark × source, the documents removed for
+  containing one of its items, the distinct items they contain, and the kept documents that share some of
+  an item's n-grams (below the threshold, or every match with ``mode: mark``);
+* ``rewrites.parquet``: in-place rewrites of the kept documents per stage × signal × source: how many
+  documents were changed (``docs``) and the signal's sum (``total``): PII masks per kind, C4's removed lines
+  and characters, normalization's repairs. The signals are the stages' ``rewrite_columns``;
 * ``summary.json``: the totals, for machines.
 """
 from __future__ import annotations
@@ -20,12 +26,26 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dataclean.audit.tables import connect, kept_records_filter, view_columns
+from dataclean.audit.tables import connect, ident, kept_records_filter, view_columns
 from dataclean.io.writers import atomic_write_table, write_json_atomic
 
 
-def write_stats(out: str, stage_order: list[str], pass1: list[dict]) -> dict:
+def write_stats(out: str, stage_order: list[str], pass1: list[dict], rewrites: dict[str, str] | None = None) -> dict:
+    """Write ``stats/`` (see the module docstring) and return the summary. ``rewrites``: signal column ->
+    the stage that counts its rewrites in it."""
     con = connect(out)
+    kept_columns = dict(view_columns(con, "kept"))
+    rewrite_rows = {k: [] for k in ("stage", "signal", "source", "docs", "total")}
+    for col, stage in (rewrites or {}).items():
+        if col not in kept_columns:
+            continue
+        q = ident(col)
+        orig_ = kept_records_filter(kept_columns)
+        for source, docs, total in con.sql(f"""
+                SELECT source, count(*) FILTER (WHERE {q} > 0), coalesce(sum({q}), 0)::BIGINT FROM kept
+                WHERE {orig_} GROUP BY ALL ORDER BY source""").fetchall():
+            for k, v in zip(rewrite_rows, (stage, col, source, int(docs), int(total))):
+                rewrite_rows[k].append(v)
     folder = os.path.join(out, "stats")
     removed = con.sql("""
         SELECT stage, rule, reason, source, coalesce(lang, 'unknown') AS lang, count(*) AS docs,
@@ -44,6 +64,7 @@ def write_stats(out: str, stage_order: list[str], pass1: list[dict]) -> dict:
             UNION ALL
             SELECT origin_file, 0, count(*), count(*) FILTER (WHERE reason = 'bad_record') FROM removed GROUP BY ALL)
         GROUP BY origin_file""").fetchall()}
+    contamination = _contamination(con, kept_columns)
     con.close()
 
     atomic_write_table(removed, os.path.join(folder, "removed.parquet"))
@@ -59,13 +80,66 @@ def write_stats(out: str, stage_order: list[str], pass1: list[dict]) -> dict:
         "error": [p.get("error") for p in pass1],
     })
     atomic_write_table(inputs, os.path.join(folder, "inputs.parquet"))
+    rewrites_table = pa.table(rewrite_rows, schema=pa.schema([("stage", pa.string()), ("signal", pa.string()),
+                                                             ("source", pa.string()), ("docs", pa.int64()),
+                                                             ("total", pa.int64())]))
+    atomic_write_table(rewrites_table, os.path.join(folder, "rewrites.parquet"))
 
     summary = _summary(removed, kept, stage_order, pass1)
+    totals: dict = {}
+    for stage, col, docs, total in zip(rewrite_rows["stage"], rewrite_rows["signal"], rewrite_rows["docs"],
+                                       rewrite_rows["total"]):
+        t = totals.setdefault(f"{stage}/{col}", {"docs": 0, "total": 0})
+        t["docs"] += docs
+        t["total"] += total
+    summary["rewrites"] = totals
+    if contamination is not None:
+        atomic_write_table(contamination, os.path.join(folder, "contamination.parquet"))
+        by_bench: dict = {}
+        for r in contamination.to_pylist():
+            b = by_bench.setdefault(r["benchmark"], {"removed": 0, "items": 0, "kept_with_overlap": 0})
+            b["removed"] += r["removed"]
+            b["kept_with_overlap"] += r["kept_with_overlap"]
+        for bench, items in _items_per_benchmark(out).items():
+            by_bench.setdefault(bench, {"removed": 0, "items": 0, "kept_with_overlap": 0})["items"] = items
+        summary["contamination"] = by_bench
     mixture = os.path.join(folder, "mixture.parquet")
     if os.path.exists(mixture):  # written by the mixture stage in the global step
         summary["mixture"] = pq.read_table(mixture).to_pylist()
     write_json_atomic(summary, os.path.join(folder, "summary.json"))
     return summary
+
+
+def _contamination(con, kept_columns: dict) -> pa.Table | None:
+    """Per benchmark × source: removed documents, distinct items, kept documents with some overlap."""
+    removed_columns = dict(view_columns(con, "removed"))
+    if "decontam_benchmark" not in removed_columns and "decontam_benchmark" not in kept_columns:
+        return None
+    parts = []
+    if "decontam_benchmark" in removed_columns:
+        parts.append("""SELECT decontam_benchmark AS benchmark, source, count(*) AS removed,
+                        count(DISTINCT decontam_item) AS items, 0 AS kept_with_overlap
+                        FROM removed WHERE rule = 'benchmark_overlap' GROUP BY ALL""")
+    if "decontam_benchmark" in kept_columns:
+        parts.append(f"""SELECT decontam_benchmark, source, 0, 0, count(*) FROM kept
+                         WHERE decontam_overlap > 0 AND {kept_records_filter(kept_columns)} GROUP BY ALL""")
+    rows = con.sql(f"""SELECT benchmark, source, sum(removed)::BIGINT AS removed, sum(items)::BIGINT AS items,
+                       sum(kept_with_overlap)::BIGINT AS kept_with_overlap
+                       FROM ({' UNION ALL '.join(parts)}) GROUP BY ALL ORDER BY benchmark, source""").to_arrow_table()
+    return rows.cast(pa.schema([("benchmark", pa.string()), ("source", pa.string()), ("removed", pa.int64()),
+                                ("items", pa.int64()), ("kept_with_overlap", pa.int64())]))
+
+
+def _items_per_benchmark(out: str) -> dict[str, int]:
+    """Distinct items of each benchmark found in removed documents (over all sources)."""
+    con = connect(out)
+    try:
+        if "decontam_benchmark" not in dict(view_columns(con, "removed")):
+            return {}
+        return {b: int(n) for b, n in con.sql("""SELECT decontam_benchmark, count(DISTINCT decontam_item) FROM removed
+                                                WHERE rule = 'benchmark_overlap' GROUP BY ALL""").fetchall()}
+    finally:
+        con.close()
 
 
 def _sum_by(table: pa.Table, keys: list[str], value: str = "docs") -> dict:

@@ -68,6 +68,11 @@ def sql_list(paths: list[str]) -> str:
     return "[" + ", ".join(sql_string(p) for p in paths) + "]"
 
 
+def ident(name: str) -> str:
+    """A column name as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 

@@ -238,6 +238,18 @@ def render_inspect(result: dict, con: Console | None = None) -> None:
                                 for m in c["members"][:10]) + (" …" if len(c["members"]) > 10 else "")
             meta.add_row("near-dup cluster", Text(f"size {c['size']}, representative (kept) {c['representative']}, "
                                                   f"similarity {c['similarity_to_representative']:.3f}: {members}"))
+        rw = d.get("rewrites") or {}
+        if rw:
+            parts = []
+            if rw.get("pii_masks"):
+                parts.append("PII masked: " + ", ".join(f"{k} {n}" for k, n in rw["pii_masks"].items())
+                             + f" ({rw.get('pii_chars', 0):,} chars)")
+            parts += [f"{k} {v:,}" for k, v in rw.items() if k not in ("pii_masks", "pii_chars")]
+            meta.add_row("rewrites", Text("; ".join(parts)))
+        bo = d.get("benchmark_overlap")
+        if bo:
+            meta.add_row("benchmark", Text(f"{bo['benchmark']} item {bo['item']}: overlap {num(bo['overlap'])} "
+                                           f"({num(bo['shared_ngrams'])} shared n-grams)"))
         a = d.get("anomalies") or {}
         if a.get("note"):
             meta.add_row("anomalies", Text(a["note"]))

@@ -64,7 +64,7 @@ def rules_digest() -> str:
     return h.hexdigest()
 
 
-MODEL_KEYS = ("model_path", "tokenizer")
+MODEL_KEYS = ("model_path", "tokenizer", "path")  # (path: a decontaminate benchmark file)
 
 
 def model_files_digest(cfg) -> dict[str, str]:
@@ -172,6 +172,27 @@ def with_dedup_against(cfg: dict, folders: list[str]) -> dict:
     return cfg
 
 
+def with_benchmarks(cfg: dict, paths: list[str]) -> dict:
+    """``cfg`` with benchmark files to decontaminate against (``--decontaminate FILE``): added to the pipeline's
+    decontaminate stage, or to a new one placed as the ``decontaminate`` section says."""
+    from dataclean.config import place_decontaminate
+
+    cfg = json.loads(json.dumps(cfg))
+    stages = [spec for spec in cfg["pipeline"] if spec.get("stage") == "decontaminate"]
+    for spec in stages:
+        spec["benchmarks"] = list(spec.get("benchmarks") or []) + paths
+    try:
+        if not stages:
+            section = dict(cfg.get("decontaminate") or {})
+            section["benchmarks"] = list(section.get("benchmarks") or []) + paths
+            cfg["decontaminate"] = section
+            cfg = place_decontaminate(cfg)
+        validate(cfg)
+    except ConfigError as exc:
+        raise RunError(str(exc)) from None
+    return cfg
+
+
 class _Progress:
     """Progress bars on stderr (rich); silent when quiet."""
 
@@ -248,13 +269,15 @@ def _check_destination(dest: str, fp: str, fresh: bool) -> None:
 
 def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False, quiet: bool = True,
         executor=None, overrides: dict | None = None, dedup_against: list[str] | None = None,
-        ray_address: str | None = None, work_dir: str | None = None) -> RunSummary:
+        ray_address: str | None = None, work_dir: str | None = None,
+        decontaminate: list[str] | None = None) -> RunSummary:
     """Clean ``inputs`` (files, folders, globs) into ``output``; return a :class:`RunSummary`.
 
     ``config`` is a resolved config dict, a YAML path or None (defaults). ``executor`` is ``"local"`` (the
     default), ``"ray"`` (with ``ray_address``, or a local Ray of ``workers`` CPUs) or an executor object with
     ``map(fn, specs, on_done)`` (left open: the caller closes it). ``dedup_against`` names earlier output folders
-    whose kept documents the near-duplicate stage removes duplicates of. Raises :class:`RunError` when the run
+    whose kept documents the near-duplicate stage removes duplicates of; ``decontaminate`` names benchmark files
+    whose items are removed from the training data (:mod:`dataclean.stages.decontaminate`). Raises :class:`RunError` when the run
     cannot start (bad output folder, changed config without ``fresh``, no inputs), and
     :class:`~dataclean.exec.sanity.InputSanityError` (a RunError) when every record of an input is a bad record
     of one cause (a wrong text column: see :mod:`dataclean.exec.sanity`); ``RunSummary.warnings`` says when most
@@ -274,6 +297,8 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
         resolve_config(config, overrides)
     if dedup_against:
         cfg = with_dedup_against(cfg, [str(p) for p in dedup_against])
+    if decontaminate:
+        cfg = with_benchmarks(cfg, [str(p) for p in decontaminate])
     publish = None
     if iofs.is_uri(str(output)):
         publish, output = str(output).rstrip("/"), work_dir or default_work_dir(str(output))
@@ -380,7 +405,8 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
     t0 = time.time()
     stage_order = ["read"] + [s.name for s in pipe.stages if not getattr(s, "is_global", False)] + ["ids"] + \
         [s.name for s in pipe.global_stages]
-    write_stats(output, stage_order, [p1[i] for i in sorted(p1)])
+    rewrites = {c: s.name for s in pipe.stages for c in getattr(s, "rewrite_columns", ())}
+    write_stats(output, stage_order, [p1[i] for i in sorted(p1)], rewrites)
     failpoint("stats-written")
     timings["stats"] = round(time.time() - t0, 3)
     timings["total"] = round(time.time() - started, 3)

@@ -65,6 +65,8 @@ def render_report(output_dir: str) -> str:
         add("signals", "Signals", lambda: S.signals_section(run, removals))
         add("quality", "Quality", lambda: S.quality_section(run))
         add("dedup", "Dedup", lambda: S.dedup_section(run, removals))
+        add("rewrites", "Rewrites", lambda: S.rewrites_section(run))
+        add("contamination", "Contamination", lambda: S.contamination_section(run))
         add("mixture", "Mixture", lambda: S.mixture_section(run))
         add("examples", "Examples", lambda: S.examples_section(run, removals))
     finally:

@@ -13,7 +13,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dataclean.audit.tables import connect, kept_records_filter
+from dataclean.audit.tables import connect, ident, kept_records_filter
 
 TEXT_CHARS = 600  # characters of a document's text shown in the report
 HIST_BINS = 40
@@ -36,10 +36,6 @@ def read_parquet(path: str) -> pa.Table | None:
 
 def rows(table: pa.Table | None) -> list[dict]:
     return table.to_pylist() if table is not None else []
-
-
-def ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def sql_str(value: str) -> str:

@@ -489,6 +489,69 @@ def mixture_section(run: Run) -> str | None:
     return section("mixture", "Mixture: target vs achieved", body)
 
 
+# -- rewrites -------------------------------------------------------------------------------------------------
+def rewrites_section(run: Run) -> str | None:
+    """In-place rewrites of the kept documents (stats/rewrites.parquet): PII masks per kind, C4's removed
+    lines, normalization's repairs, per source."""
+    tbl = read_parquet(run.path("stats", "rewrites.parquet"))
+    if tbl is None or not tbl.num_rows:
+        return None
+    data = [r for r in rows(tbl) if r.get("total")]
+    if not data:
+        return section("rewrites", "Rewrites", note("No kept document was rewritten in place."))
+    kept = {s: v.get("kept", 0) for s, v in (run.summary.get("by_source") or {}).items()}
+    totals: dict = {}
+    for r in data:
+        t = totals.setdefault((r["stage"], r["signal"]), [0, 0])
+        t[0] += r["docs"]
+        t[1] += r["total"]
+    all_kept = sum(kept.values())
+    head = ["stage", "signal", "kept documents changed", "share of kept", "total"]
+    body = table(head, [(k[0], mono(k[1]), v[0], pct(v[0], all_kept, 2), v[1])
+                        for k, v in sorted(totals.items())], numeric=(2, 3, 4))
+    per_source = [(r["stage"], mono(r["signal"]), r["source"], r["docs"], pct(r["docs"], kept.get(r["source"]), 2),
+                   r["total"]) for r in data]
+    body += details("Per source", table(["stage", "signal", "source", "kept documents changed", "share of the source's kept",
+                                         "total"], per_source, numeric=(3, 4, 5)))
+    intro = ("Kept documents whose text a stage changed in place: personal data masked (pii_email … count "
+             "the masks of each kind, pii_chars the characters masked), lines removed by C4, repairs by "
+             "normalize. The documents are kept; their signals say what changed.")
+    return section("rewrites", "Rewrites", body, intro)
+
+
+# -- contamination --------------------------------------------------------------------------------------------
+def contamination_section(run: Run) -> str | None:
+    """Benchmark decontamination (stats/contamination.parquet): per benchmark and source, and the items found
+    most often."""
+    tbl = read_parquet(run.path("stats", "contamination.parquet"))
+    if tbl is None:
+        return None
+    data = rows(tbl)
+    per_bench = (run.summary.get("contamination") or {})
+    head = ["benchmark", "documents removed", "distinct items found", "kept documents with some overlap"]
+    body = table(head, [(b, v.get("removed", 0), v.get("items", 0), v.get("kept_with_overlap", 0))
+                        for b, v in sorted(per_bench.items())], numeric=(1, 2, 3))
+    if data:
+        body += details("Per source", table(["benchmark", "source", "documents removed", "distinct items",
+                                             "kept with some overlap"],
+                                            [(r["benchmark"], r["source"], r["removed"], r["items"],
+                                              r["kept_with_overlap"]) for r in data], numeric=(2, 3, 4)))
+    t = run.tables
+    if "decontam_item" in t.removed_cols:
+        top = t.con.execute("""SELECT decontam_benchmark, decontam_item, count(*) AS docs, max(decontam_overlap)
+                               FROM removed WHERE rule = 'benchmark_overlap' GROUP BY ALL
+                               ORDER BY docs DESC, decontam_benchmark, decontam_item LIMIT 20""").fetchall()
+        if top:
+            body += details("Items found in the most documents", table(
+                ["benchmark", "item / field", "documents", "largest overlap"],
+                [(b, mono(i), d, f"{o:.2f}") for b, i, d, o in top], numeric=(2, 3)))
+    intro = ("Documents that contain a benchmark item: their n-grams cover more than the threshold share of one "
+             "item's question, answer or passage (word 13-grams, Han/kana character 13-grams, normalized as for "
+             "dedup, traditional folded to simplified). Removed documents are in the ledger with rule "
+             "benchmark_overlap, the item in their detail.")
+    return section("contamination", "Contamination", body, intro)
+
+
 # -- examples -------------------------------------------------------------------------------------------------
 def examples_section(run: Run, removals: list[dict]) -> str:
     keys = example_keys(run.tables, EXAMPLES_PER_RULE)

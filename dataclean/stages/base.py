@@ -105,6 +105,9 @@ class Stage:
     signal_fields: ClassVar[list[pa.Field]] = []
     #: Whether the stage rewrites ``text`` (the pipeline then re-measures lengths).
     rewrites_text: ClassVar[bool] = False
+    #: Signal columns that count in-place rewrites (masks, removed lines, repairs) per document: the stats
+    #: sum them over the kept documents per source (``stats/rewrites.parquet``, ``summary["rewrites"]``).
+    rewrite_columns: ClassVar[tuple[str, ...]] = ()
     #: The rules of this stage, for ``dataclean rules`` and the report.
     rule_specs: ClassVar[list[RuleSpec]] = []
     #: Which rows the stage applies to, by source kind (web, curated, code: :mod:`dataclean.sources`) and by

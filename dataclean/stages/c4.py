@@ -157,6 +157,8 @@ class C4(Stage):
         pa.field("c4_curly_lines", pa.int64()),
         pa.field("c4_sentences", pa.int64()),
     ]
+    #: Signal columns that count rewrites: summed per source by the stats (``stats/rewrites.parquet``).
+    rewrite_columns = ("c4_lines_removed", "c4_chars_removed")
     rule_specs = [
         RuleSpec("c4_lorem_ipsum", "c4_lorem_ipsum", ("lorem_ipsum",), "flag", "placeholder text anywhere in the page"),
         RuleSpec("c4_curly_bracket", "c4_curly_lines", ("curly_bracket", "curly_bracket_sources"), "flag",

@@ -163,6 +163,8 @@ class Normalize(Stage):
         pa.field("norm_spaces_fixed", pa.int64()),
         pa.field("norm_chars_delta", pa.int64()),
     ]
+    #: Signal columns that count rewrites: summed per source by the stats (``stats/rewrites.parquet``).
+    rewrite_columns = ("norm_encoding_fixed", "norm_controls_removed", "norm_spaces_fixed")
 
     rule_specs = [RuleSpec("empty", "n_chars", (), "flag", "nothing left after normalization")]
 
