@@ -502,16 +502,7 @@ SPLITMIX_MUL2 = _U64(0x94D049BB133111EB)
 @njit(cache=True, nogil=True)
 def _shingle(tok, s, k):
     """The 32-bit shingle hash of tokens tok[s:s + k] (see the minhash module docstring)."""
-    h = SHINGLE_INIT ^ _U64(k)
-    for t in range(s, s + k):
-        h = (h ^ tok[t]) * SHINGLE_MUL
-        h = h ^ (h >> _U64(31))
-    h = h ^ (h >> _U64(30))
-    h = h * SPLITMIX_MUL1
-    h = h ^ (h >> _U64(27))
-    h = h * SPLITMIX_MUL2
-    h = h ^ (h >> _U64(31))
-    return _U32(h & M32)
+    return _U32(_shingle64(tok, s, k) & M32)
 
 
 @njit(cache=True, nogil=True)

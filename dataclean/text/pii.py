@@ -102,12 +102,12 @@ SEARCHES = {"credential": ("credential",), "email": ("email",), "api_key": ("api
 
 #: Cheap RE2 prefilters per search (Arrow's ``match_substring_regex``): a document without a match has none.
 PREFILTERS = {
-    "email": "@",
+    "email": r"[A-Za-z0-9._%+=?-]@[A-Za-z0-9][A-Za-z0-9.-]*\.[A-Za-z]{2}",
     "ipv4": r"\d\.\d{1,3}\.\d{1,3}\.\d",
-    "ipv6": r"[0-9A-Fa-f]:[0-9A-Fa-f]{0,4}:",
+    "ipv6": r"::|(?:[0-9A-Fa-f]{1,4}:){3}[0-9A-Fa-f]{1,4}",  # (a time 17:48:30 has two colons)
     "phone": r"\d(?:[ .()\-]{0,2}\d){6}",
     "cn_id": r"\d{17}|\d{6} \d{8} \d",
-    "bank_card": r"\d{4}[ \-]?\d{4}[ \-]?\d{4}[ \-]?\d",
+    "bank_card": r"\d(?:[ \-]?\d){12}",
     "credential": r"://[^\s/:@]+:[^\s/@]+@",
     "api_key": r"AKIA|gh[pousr]_|github_pat_|xox[abprs]-|AIza|sk-|[sr]k_(?:live|test)_|(?i:aws_secret_access_key)",
 }
