@@ -374,5 +374,110 @@ def compare(reference, candidate, output, gates_path, sample, seed, config_path)
         sys.exit(1)
 
 
+@main.command("export")
+@click.argument("output", type=click.Path(exists=True, file_okay=False))
+@click.option("-o", "--out", "export_dir", required=True, type=click.Path(file_okay=False),
+              help="Export folder (written: export.bin/.idx or tokens/, export.docs.parquet, export.json).")
+@click.option("--tokenizer", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="A HuggingFace tokenizer.json.")
+@click.option("--format", "fmt", type=click.Choice(["megatron", "parquet"]), default="megatron", show_default=True,
+              help="megatron: Megatron-LM/NeMo indexed dataset (.bin + .idx); parquet: token ids per document.")
+@click.option("--eod-token", help="End-of-document token (default: <|endoftext|>, </s>, <eos>... if the vocabulary "
+                                  "has one).")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1), help="Worker processes.")
+@click.option("--fresh", is_flag=True, help="Replace an export of another run, tokenizer or format in the folder.")
+@click.option("--quiet", is_flag=True, help="No progress lines.")
+def export_cmd(output, export_dir, tokenizer, fmt, eod_token, workers, fresh, quiet) -> None:
+    """Tokenize the kept documents of the run in OUTPUT into training files that trace every token back to its
+    document (dataclean/export/writer.py).
+
+    \b
+    Example:
+      dataclean export out/ -o out-tokens/ --tokenizer tokenizer.json --format megatron
+      # Megatron: --data-path out-tokens/export
+    Exit codes: 0 done; 2 cannot start (not a finished run, bad tokenizer, another export in the folder);
+    3 a write failed (the same command resumes).
+    """
+    from dataclean.export.writer import ExportError, export_run
+    from dataclean.io.writers import WriteError
+
+    state = {"docs": 0, "tokens": 0, "parts": 0}
+
+    def progress(marker):
+        state["parts"] += 1
+        state["docs"] += marker["docs"]
+        state["tokens"] += marker["tokens"]
+        if not quiet:
+            click.echo(f"export: {state['parts']} shard(s), {state['docs']:,} documents, {state['tokens']:,} tokens",
+                       err=True)
+
+    try:
+        summary = export_run(output, export_dir, tokenizer, fmt=fmt, eod_token=eod_token, workers=workers,
+                             fresh=fresh, progress=progress)
+    except ExportError as exc:
+        _fail(exc, 2)
+    except WriteError as exc:
+        _fail(exc, 3)
+    click.echo(f"{summary.docs:,} documents, {summary.tokens:,} tokens ({summary.seconds:.1f} s): "
+               + ", ".join(f"{export_dir}/{f}" for f in summary.files))
+    click.echo(f"next: dataclean trace {export_dir} --step S --global-batch-size B --seq-len L")
+
+
+@main.command()
+@click.argument("export_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--sample", "samples", multiple=True, type=click.IntRange(0), help="A sample index (repeatable).")
+@click.option("--step", type=click.IntRange(0), help="A training step: with --global-batch-size, its samples.")
+@click.option("--global-batch-size", "gbs", type=click.IntRange(1), help="Samples per step.")
+@click.option("--seq-len", type=click.IntRange(1), help="Training sequence length (tokens per sample).")
+@click.option("--shuffle-seed", type=int, help="dataclean's seeded shuffle of the samples (default: sequential).")
+@click.option("--megatron-cache", type=click.Path(exists=True, file_okay=False),
+              help="Megatron's GPTDataset cache folder (*-document_index.npy, *-sample_index.npy, "
+                   "*-shuffle_index.npy): the samples as Megatron built them.")
+@click.option("--megatron-prefix", help="Which index set of the cache folder (its file name prefix), if several.")
+@click.option("--tokens", "tokens_file", type=click.Path(exists=True, dir_okay=False),
+              help="A window of token ids (a text file of integers, or .npy): where in the export it occurs.")
+@click.option("--no-inspect", is_flag=True, help="Do not look the documents up in the run.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def trace(export_dir, samples, step, gbs, seq_len, shuffle_seed, megatron_cache, megatron_prefix, tokens_file,
+          no_inspect, fmt) -> None:
+    """Which documents are behind a training sample, step or window of tokens, and what is odd about them
+    (dataclean/export/trace.py).
+
+    \b
+    Example (a loss spike at step 1200, global batch 512, 4096 tokens per sample):
+      dataclean trace out-tokens/ --step 1200 --global-batch-size 512 --seq-len 4096
+      dataclean trace out-tokens/ --step 1200 --global-batch-size 512 --megatron-cache ckpt/cache/GPTDataset_indices
+    Exit codes: 0 done; 2 bad usage or a position out of range.
+    """
+    import json
+
+    import numpy as np
+
+    from dataclean.export.trace import TraceError, read_token_file, render, trace as run_trace
+
+    picks = list(samples)
+    if step is not None:
+        if gbs is None:
+            _fail("--step needs --global-batch-size (samples per step)", 2)
+        picks += list(range(step * gbs, (step + 1) * gbs))
+    elif gbs is not None:
+        _fail("--global-batch-size goes with --step", 2)
+    if not picks and not tokens_file:
+        _fail("give --sample, --step with --global-batch-size, or --tokens", 2)
+    try:
+        window = read_token_file(tokens_file) if tokens_file else None
+        result = run_trace(export_dir, picks, seq_len, shuffle_seed, megatron_cache, megatron_prefix, window,
+                           with_inspect=not no_inspect)
+    except (TraceError, ValueError) as exc:
+        _fail(exc, 2)
+    if fmt == "json":
+        from dataclean.audit.query import plain_value
+
+        click.echo(json.dumps(plain_value(result), indent=1, ensure_ascii=False, default=lambda o: o.item()
+                              if isinstance(o, np.generic) else str(o)))
+    else:
+        render(result)
+
+
 if __name__ == "__main__":
     main()

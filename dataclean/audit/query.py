@@ -73,10 +73,20 @@ def open_run(out: str) -> tuple[duckdb.DuckDBPyConnection, dict]:
     be opened (view -> message)."""
     if not os.path.isdir(out):
         raise QueryError(f"{out} is not a folder")
+    extra = None
+    meta = os.path.join(out, "export.json")
+    if os.path.isfile(meta):  # an export folder: its sidecar (export_docs) next to the tables of its run
+        import json
+        with open(meta, encoding="utf-8") as fh:
+            run = json.load(fh).get("run") or ""
+        extra = {"export_docs": os.path.join(out, "export.docs.parquet")}
+        if not os.path.isdir(run):
+            raise QueryError(f"{out} is an export of {run}, which is not there any more")
+        out = run
     if not any(table_files(out, v) for v in VIEWS):
         raise QueryError(f"{out} has no data/, rejected/, stats/ or dedup/ tables: not a dataclean output")
     errors: dict = {}
-    return connect(out, read_only=True, views=VIEWS, errors=errors), errors
+    return connect(out, read_only=True, views=VIEWS, errors=errors, extra=extra), errors
 
 
 def _failed(exc: duckdb.Error, con, errors: dict) -> QueryError:
@@ -151,7 +161,7 @@ def list_views(out: str) -> list[dict]:
         result = []
         for view in views_of(con):
             rows = con.execute(f"SELECT count(*) FROM {view}").fetchall()[0][0]
-            result.append({"view": view, "rows": rows, "files": len(table_files(out, view)),
+            result.append({"view": view, "rows": rows, "files": len(table_files(out, view)) if view in VIEWS else 1,
                            "columns": [list(c) for c in view_columns(con, view)]})
         for view, msg in errors.items():
             result.append({"view": view, "rows": None, "files": len(table_files(out, view)), "columns": [],

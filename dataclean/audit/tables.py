@@ -47,6 +47,8 @@ FILES = {
     "exact_groups": "dedup/exact_groups.parquet",
     "quality_cutoffs": "stats/quality_cutoffs.parquet",
     "mixture": "stats/mixture.parquet",
+    "rewrites": "stats/rewrites.parquet",
+    "contamination": "stats/contamination.parquet",
 }
 #: Every view, in the order ``dataclean sql --views`` lists them.
 VIEWS = ("kept", "removed", *FILES)
@@ -104,13 +106,16 @@ def register_views(con: duckdb.DuckDBPyConnection, out: str, views=("kept", "rem
 
 
 def connect(out: str, read_only: bool = False, views=("kept", "removed"),
-            errors: dict | None = None) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with ``views`` of ``out`` (:data:`VIEWS` for all of them);
-    ``read_only``: see the module docstring; ``errors``: see :func:`register_views`."""
+            errors: dict | None = None, extra: dict[str, str] | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with ``views`` of ``out`` (:data:`VIEWS` for all of them), and the
+    ``extra`` views (name -> one Parquet file: an export's ``export_docs``); ``read_only``: see the module
+    docstring; ``errors``: see :func:`register_views`."""
     con = duckdb.connect(":memory:")
     made = register_views(con, out, views, errors)
+    for name, path in (extra or {}).items():
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({sql_string(path)})")
     if read_only:
-        files = [f for v in made for f in table_files(out, v)]
+        files = [f for v in made for f in table_files(out, v)] + list((extra or {}).values())
         files += [os.path.abspath(f) for f in files]
         if files:
             con.execute(f"SET allowed_paths = {sql_list(sorted(set(files)))}")
