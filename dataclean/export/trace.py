@@ -28,7 +28,6 @@ import json
 import os
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dataclean.export import megatron

@@ -48,6 +48,7 @@ from dataclean.io.writers import WriteError, atomic_write_table, write_json_atom
 
 EXPORT_VERSION = 1
 EOD_CANDIDATES = ("<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>", "<|eos|>", "[EOS]", "<|im_end|>")
+MAX_BATCH_BYTES = 4 << 20  # text per encode call: a batch of long documents must not set the peak memory
 SIDECAR_COLUMNS = ("id", "source", "origin_file", "origin_row", "mix_epoch", "quality_score")
 
 
@@ -105,6 +106,20 @@ class PartSpec:
     batch_docs: int
 
 
+def _by_bytes(batch: pa.RecordBatch, limit: int):
+    """``batch`` cut into consecutive slices of at most ``limit`` bytes of text (at least one row each)."""
+    import pyarrow.compute as pc
+    sizes = pc.fill_null(pc.binary_length(batch.column("text")), 0).to_numpy(zero_copy_only=False)
+    start, acc = 0, 0
+    for i, n in enumerate(sizes):
+        if acc and acc + n > limit:
+            yield batch.slice(start, i - start)
+            start, acc = i, 0
+        acc += int(n)
+    if start < batch.num_rows:
+        yield batch.slice(start)
+
+
 def _part(folder: str, task: int, ext: str) -> str:
     return os.path.join(folder, "parts", f"part-{task:05d}.{ext}")
 
@@ -133,28 +148,29 @@ def export_part(spec: PartSpec) -> dict:
     docs = tokens = 0
     try:
         with open(tmp_bin, "wb") as out:
-            for batch in pf.iter_batches(batch_size=spec.batch_docs, columns=cols):
-                texts = batch.column("text").to_pylist()
-                enc = tok.encode_batch([t or "" for t in texts], add_special_tokens=False)
-                ids = [e.ids for e in enc]
-                lens = np.fromiter(map(len, ids), np.int64, len(ids)) + 1
-                ends = np.cumsum(lens)
-                flat = np.empty(int(ends[-1]) if len(ends) else 0, dtype)
-                body = np.ones(len(flat), bool)
-                body[ends - 1] = False
-                flat[body] = np.array(list(chain.from_iterable(ids)), np.int64)  # (chain: C speed, ~20 ns a token)
-                flat[ends - 1] = spec.eod
-                out.write(flat.tobytes())
-                lens_parts.append(lens.astype(np.int32))
-                side_parts.append(pa.table({c: batch.column(c) for c in cols if c != "text"}))
-                if spec.fmt == "parquet":
-                    offsets = np.concatenate([[0], ends]).astype(np.int64)
-                    tok_parts.append(pa.table({
-                        "id": batch.column("id") if "id" in names else pa.nulls(len(ids), pa.string()),
-                        "tokens": pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(flat.astype(np.int32)))
-                        .cast(pa.list_(pa.int32()))}))
-                docs += len(ids)
-                tokens += int(lens.sum())
+            for whole in pf.iter_batches(batch_size=spec.batch_docs, columns=cols):
+                for batch in _by_bytes(whole, MAX_BATCH_BYTES):
+                    texts = batch.column("text").to_pylist()
+                    enc = tok.encode_batch([t or "" for t in texts], add_special_tokens=False)
+                    ids = [e.ids for e in enc]
+                    lens = np.fromiter(map(len, ids), np.int64, len(ids)) + 1
+                    ends = np.cumsum(lens)
+                    flat = np.empty(int(ends[-1]) if len(ends) else 0, dtype)
+                    body = np.ones(len(flat), bool)
+                    body[ends - 1] = False
+                    flat[body] = np.array(list(chain.from_iterable(ids)), np.int64)  # (chain: C speed, ~20 ns a token)
+                    flat[ends - 1] = spec.eod
+                    out.write(flat.tobytes())
+                    lens_parts.append(lens.astype(np.int32))
+                    side_parts.append(pa.table({c: batch.column(c) for c in cols if c != "text"}))
+                    if spec.fmt == "parquet":
+                        offsets = np.concatenate([[0], ends]).astype(np.int64)
+                        tok_parts.append(pa.table({
+                            "id": batch.column("id") if "id" in names else pa.nulls(len(ids), pa.string()),
+                            "tokens": pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(flat.astype(np.int32)))
+                            .cast(pa.list_(pa.int32()))}))
+                    docs += len(ids)
+                    tokens += int(lens.sum())
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp_bin, bin_path)
