@@ -179,3 +179,24 @@ def test_sql_joins_the_sidecar_with_the_run(run):
     assert q.returncode == 0, q.stderr
     rows = json.loads(q.stdout)
     assert [x["ordinal"] for x in rows] == list(range(6))
+
+
+def test_token_counts_equal_the_tokenizers_own_on_sample_data(sample_run, tmp_path):
+    """Every kept document of the sample run: n_tokens = the tokenizer's own count + the end-of-document token,
+    and the offsets sum to the .bin's size."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    kept = pq.read_table(sample_run / "data", columns=["id", "text"]).to_pylist()
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.train_from_iterator([d["text"] for d in kept[:200]], trainers.BpeTrainer(
+        vocab_size=2000, special_tokens=["</s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.save(str(tmp_path / "tok.json"))
+    r = run_cli("export", sample_run, "-o", tmp_path / "exp", "--tokenizer", tmp_path / "tok.json", "--workers", 2)
+    assert r.returncode == 0, r.stderr
+    side = pq.read_table(tmp_path / "exp" / "export.docs.parquet").to_pylist()
+    by_id = {d["id"]: d["text"] for d in kept}
+    assert len(side) == len(kept)
+    assert [s["n_tokens"] for s in side] == [len(tok.encode(by_id[s["id"]], add_special_tokens=False).ids) + 1
+                                             for s in side]
+    size = (tmp_path / "exp" / "export.bin").stat().st_size
+    assert side[-1]["token_offset"] + side[-1]["n_tokens"] == sum(s["n_tokens"] for s in side) == size // 2
