@@ -500,12 +500,6 @@ SPLITMIX_MUL2 = _U64(0x94D049BB133111EB)
 
 
 @njit(cache=True, nogil=True)
-def _shingle(tok, s, k):
-    """The 32-bit shingle hash of tokens tok[s:s + k] (see the minhash module docstring)."""
-    return _U32(_shingle64(tok, s, k) & M32)
-
-
-@njit(cache=True, nogil=True)
 def _shingle64(tok, s, k):
     """The shingle hash of tokens tok[s:s + k] before its truncation to 32 bits (decontamination's keys)."""
     h = SHINGLE_INIT ^ _U64(k)
@@ -521,14 +515,22 @@ def _shingle64(tok, s, k):
 
 
 @njit(cache=True, nogil=True)
-def stream_shingles64(word_tok, word_counts, cjk_tok, cjk_counts, word_n, char_n):
-    """:func:`stream_shingles` with the full 64-bit hashes, and only whole n-grams: a stream shorter than its n
-    gives no shingle (decontamination matches n-grams, never a short text as a whole)."""
+def _n_shingles(count, n, full_only):
+    if count >= n:
+        return count - n + 1
+    return 0 if full_only else min(count, 1)
+
+
+@njit(cache=True, nogil=True)
+def _stream(word_tok, word_counts, cjk_tok, cjk_counts, word_n, char_n, full_only, values):
+    """Fill ``values`` (uint32: truncated hashes; uint64: whole) with every document's word shingles, then its
+    CJK-character shingles; a stream shorter than its n gives one shingle of all its tokens, or none with
+    ``full_only``. Returns the offsets."""
     n = len(word_counts)
     offsets = np.zeros(n + 1, np.int64)
     for d in range(n):
-        offsets[d + 1] = offsets[d] + _n_full(word_counts[d], word_n) + _n_full(cjk_counts[d], char_n)
-    values = np.empty(offsets[n], np.uint64)
+        offsets[d + 1] = (offsets[d] + _n_shingles(word_counts[d], word_n, full_only)
+                          + _n_shingles(cjk_counts[d], char_n, full_only))
     o = 0
     ws = 0
     cs = 0
@@ -536,50 +538,38 @@ def stream_shingles64(word_tok, word_counts, cjk_tok, cjk_counts, word_n, char_n
         for tok, start, count, k in ((word_tok, ws, word_counts[d], word_n), (cjk_tok, cs, cjk_counts[d], char_n)):
             if count >= k:
                 for s in range(start, start + count - k + 1):
-                    values[o] = _shingle64(tok, s, k)
+                    values[o] = _shingle64(tok, s, k) & M32 if values.itemsize == 4 else _shingle64(tok, s, k)
                     o += 1
+            elif count > 0 and not full_only:
+                values[o] = _shingle64(tok, start, count) & M32 if values.itemsize == 4 else \
+                    _shingle64(tok, start, count)
+                o += 1
         ws += word_counts[d]
         cs += cjk_counts[d]
-    return values, offsets
+    return offsets
 
 
 @njit(cache=True, nogil=True)
-def _n_full(count, n):
-    if count >= n:
-        return count - n + 1
-    return 0
-
-
-@njit(cache=True, nogil=True)
-def _n_shingles(count, n):
-    if count >= n:
-        return count - n + 1
-    return min(count, 1)
+def _total(word_counts, cjk_counts, word_n, char_n, full_only):
+    t = 0
+    for d in range(len(word_counts)):
+        t += _n_shingles(word_counts[d], word_n, full_only) + _n_shingles(cjk_counts[d], char_n, full_only)
+    return t
 
 
 @njit(cache=True, nogil=True)
 def stream_shingles(word_tok, word_counts, cjk_tok, cjk_counts, word_n, char_n):
     """(values uint32, offsets int64): per document its word shingles, then its CJK-character shingles."""
-    n = len(word_counts)
-    offsets = np.zeros(n + 1, np.int64)
-    for d in range(n):
-        offsets[d + 1] = offsets[d] + _n_shingles(word_counts[d], word_n) + _n_shingles(cjk_counts[d], char_n)
-    values = np.empty(offsets[n], np.uint32)
-    o = 0
-    ws = 0
-    cs = 0
-    for d in range(n):
-        for tok, start, count, k in ((word_tok, ws, word_counts[d], word_n), (cjk_tok, cs, cjk_counts[d], char_n)):
-            if count >= k:
-                for s in range(start, start + count - k + 1):
-                    values[o] = _shingle(tok, s, k)
-                    o += 1
-            elif count > 0:
-                values[o] = _shingle(tok, start, count)
-                o += 1
-        ws += word_counts[d]
-        cs += cjk_counts[d]
-    return values, offsets
+    values = np.empty(_total(word_counts, cjk_counts, word_n, char_n, False), np.uint32)
+    return values, _stream(word_tok, word_counts, cjk_tok, cjk_counts, word_n, char_n, False, values)
+
+
+@njit(cache=True, nogil=True)
+def stream_shingles64(word_tok, word_counts, cjk_tok, cjk_counts, word_n, char_n):
+    """:func:`stream_shingles` with the full 64-bit hashes, and only whole n-grams: a stream shorter than its n
+    gives no shingle (decontamination matches n-grams, never a short text as a whole)."""
+    values = np.empty(_total(word_counts, cjk_counts, word_n, char_n, True), np.uint64)
+    return values, _stream(word_tok, word_counts, cjk_tok, cjk_counts, word_n, char_n, True, values)
 
 
 @njit(cache=True, nogil=True)
