@@ -36,6 +36,19 @@ class _Commands(click.Group):
         return super().get_command(ctx, name)
 
 
+
+
+def _config_path(ctx, param, value):
+    """A config file, or one shipped in the rules folder by name (``--config crawl`` is rules/crawl.yaml)."""
+    if value is None:
+        return None
+    from dataclean.config import bundled_config
+
+    found = bundled_config(value)
+    if not os.path.isfile(found):
+        raise click.BadParameter(f"no file {value!r} (and no {value!r} among the shipped configs in rules/)")
+    return str(found)
+
 @click.group(cls=_Commands)
 @click.version_option(package_name="dataclean")
 def main() -> None:
@@ -49,7 +62,7 @@ def main() -> None:
 @click.option("--work-dir", type=click.Path(file_okay=False),
               help="With an output URI: the run folder (markers, pass-1 files); shared by all workers on a cluster. "
                    "Default: ~/.cache/dataclean/runs/<hash of the URI>.")
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), callback=_config_path,
               help="YAML config merged onto rules/default.yaml.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1),
               help="Worker processes (with --executor ray and no --ray-address: CPUs of the local Ray).")
@@ -97,6 +110,9 @@ def run(inputs, output, work_dir, config_path, workers, executor, ray_address, f
         click.echo(f"error: cannot read {failed['error']}", err=True)
     click.echo(f"{summary.input_records} records in: {summary.kept} kept, {summary.removed} removed "
                f"({summary.seconds:.1f} s)")
+    if summary.skipped_records:  # crawl files: records that are not pages are counted, not read
+        click.echo(f"{sum(summary.skipped_records.values()):,} records skipped, not documents: "
+                   + ", ".join(f"{k} {v:,}" for k, v in summary.skipped_records.items()))
     if summary.sources:  # once, each source the run saw and the kind (rule families) it got
         click.echo("sources: " + ", ".join(f"{name} = {v['kind']} ({v['input']:,})"
                                            for name, v in summary.sources.items()))
@@ -121,7 +137,7 @@ def run(inputs, output, work_dir, config_path, workers, executor, ray_address, f
 
 @main.command(name="eval")
 @click.argument("labels", nargs=-1, required=True)
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), callback=_config_path,
               help="YAML config merged onto rules/default.yaml (as for run).")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1))
 @click.option("--text-column", default="text", show_default=True, help="Labels column holding the text.")
@@ -176,7 +192,7 @@ def verify(output) -> None:
 
 
 @main.command()
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), callback=_config_path,
               help="YAML config merged onto rules/default.yaml.")
 @click.option("--decontaminate", "decontaminate", multiple=True, metavar="FILE",
               help="Benchmark file, as for `run`: show the decontaminate stage it adds.")
@@ -346,7 +362,7 @@ def report(output, path) -> None:
 @click.option("--sample", default=20000, show_default=True, type=click.IntRange(1),
               help="Documents sampled per side (by id hash).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the sample.")
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False),
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), callback=_config_path,
               help="Pipeline config whose pass-1 signals are compared (default: rules/default.yaml).")
 def compare(reference, candidate, output, gates_path, sample, seed, config_path) -> None:
     """Compare CANDIDATE with REFERENCE (files, folders, globs or run output folders) and check the gates.

@@ -79,7 +79,7 @@ def resolve_config(user: dict | str | os.PathLike | None = None, overrides: dict
     cfg = default_config()
     if user is not None:
         if not isinstance(user, dict):
-            user = load_yaml(user)
+            user = load_yaml(bundled_config(user))
         cfg = _merge(cfg, user, "")
     for dotted, value in (overrides or {}).items():
         patch: dict = {}
@@ -90,9 +90,48 @@ def resolve_config(user: dict | str | os.PathLike | None = None, overrides: dict
         cur[parts[-1]] = value
         cfg = _merge(cfg, patch, "")
     cfg["mixture"] = resolve_mixture(cfg.get("mixture"))
-    cfg = place_decontaminate(cfg)
+    cfg = place_decontaminate(place_extract(cfg))
     validate(cfg)
     return cfg
+
+
+def bundled_config(path: str | os.PathLike) -> str | os.PathLike:
+    """``path`` when it exists; else a config shipped in the rules folder by that name (``crawl`` or
+    ``crawl.yaml`` for ``rules/crawl.yaml``), so that a pip-installed dataclean finds its own configs."""
+    if os.path.exists(path):
+        return path
+    name = str(path)
+    name = name[len("rules/"):] if name.startswith("rules/") else name
+    for candidate in (rules_dir() / name, rules_dir() / f"{name}.yaml"):
+        if candidate.is_file():
+            return candidate
+    return path
+
+
+EXTRACT_STAGE_KEYS = ("extractor", "keep", "favor", "rows", "min_chars", "max_html_chars")
+
+
+def place_extract(cfg: dict) -> dict:
+    """With ``extract.enabled``, the pipeline starts with ``url_filter`` (when ``extract.url_filter``, with the
+    domain lists of the pipeline's ``word_lists`` entry) and ``extract`` with the section's settings, unless
+    it already has entries of those kinds (a pipeline written out in full keeps its own)."""
+    section = cfg.get("extract") or {}
+    if not isinstance(section, dict):
+        raise ConfigError("extract: expected a mapping (enabled: true, extractor: trafilatura, ...)")
+    enabled = section.get("enabled", False)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"extract.enabled: expected true or false, got {enabled!r}")
+    if not enabled:
+        return cfg
+    kinds = [s.get("stage") for s in cfg["pipeline"] if isinstance(s, dict)]
+    head = []
+    if section.get("url_filter", True) and "url_filter" not in kinds:
+        lists = next((s for s in cfg["pipeline"] if isinstance(s, dict) and s.get("stage") == "word_lists"), {})
+        head.append({"stage": "url_filter", **{k: lists[k] for k in ("domain_lists", "domain_categories",
+                                                                        "domain_exclude") if k in lists}})
+    if "extract" not in kinds:
+        head.append({"stage": "extract", **{k: section[k] for k in EXTRACT_STAGE_KEYS if k in section}})
+    return dict(cfg, pipeline=head + list(cfg["pipeline"])) if head else cfg
 
 
 DECONTAM_STAGE_KEYS = ("benchmarks", "ngram", "char_ngram", "max_overlap", "min_shared_ngrams", "max_item_frequency",

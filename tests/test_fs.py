@@ -379,7 +379,7 @@ def test_a_whole_run_from_s3_to_s3(s3, tmp_path, sample_run):
     to the bucket, file for file the bytes of W; the records are the local run's (only origin_file, the input's
     name, differs). The same command again resumes; another configuration is refused without --fresh."""
     bucket, _, raw, _ = s3
-    for path in sorted(SAMPLE.iterdir()):
+    for path in sorted(p for p in SAMPLE.iterdir() if p.is_file()):
         with raw.open_output_stream(f"{bucket[5:]}/sample/{path.name}", compression=None) as out:
             out.write(path.read_bytes())
     work = tmp_path / "work"

@@ -453,9 +453,9 @@ FILE_ERRORS = [
      lambda p: pq.write_table(pa.Table.from_arrays([pa.array(["a"]), pa.array(["b"])], names=["text", "text"]), p),
      "repeated column name(s): text"),
     ("notes.txt", lambda p: p.write_text('{"text": "a"}\n'),
-     "unsupported file type (expected .parquet, .jsonl, .jsonl.gz or .jsonl.zst)"),
+     "unsupported file type (expected .parquet, .jsonl, .jsonl.gz, .jsonl.zst, .warc, .warc.gz or .wet.gz)"),
     ("table.csv.gz", lambda p: write_jsonl_gz(p, [{"text": "a"}]),
-     "unsupported file type (expected .parquet, .jsonl, .jsonl.gz or .jsonl.zst)"),
+     "unsupported file type (expected .parquet, .jsonl, .jsonl.gz, .jsonl.zst, .warc, .warc.gz or .wet.gz)"),
     ("gone.jsonl", lambda p: None, "not a file"),
 ]
 

@@ -36,6 +36,8 @@ def write_manifest(lay: Layout, cfg: dict, fingerprint: str, pass1: list[dict], 
         if p["status"] == "ok":
             entry.update(size=p["size"], mtime_ns=p["mtime_ns"], checksum=p["checksum"], records=p["records"],
                          bad_records=p["bad_records"], records_by_source=p["records_by_source"])
+            if p.get("skipped_records"):
+                entry["skipped_records"] = p["skipped_records"]
         else:
             entry["error"] = p["error"]
         inputs.append(entry)

@@ -142,6 +142,15 @@ def _items_per_benchmark(out: str) -> dict[str, int]:
         con.close()
 
 
+def _skipped(ok: list[dict]) -> dict[str, int]:
+    """Records of the inputs that are not documents (WARC requests, non-HTML responses...), by kind."""
+    total: dict[str, int] = {}
+    for p in ok:
+        for k, v in (p.get("skipped_records") or {}).items():
+            total[k] = total.get(k, 0) + v
+    return dict(sorted(total.items()))
+
+
 def _sum_by(table: pa.Table, keys: list[str], value: str = "docs") -> dict:
     out: dict = {}
     cols = [table.column(k).to_pylist() for k in keys]
@@ -202,6 +211,7 @@ def _summary(removed: pa.Table, kept: pa.Table, stages: list[str], pass1: list[d
         "kept": n_kept,
         "removed": n_removed,
         "bad_records": sum(p["bad_records"] for p in ok),
+        "skipped_records": _skipped(ok),
         "kept_chars": sum(kept.column("chars").to_pylist()),
         "kept_tokens": sum(kept.column("tokens").to_pylist()),
         "output_docs": sum(kept.column("output_docs").to_pylist()),  # kept + a mixture's repeated copies

@@ -46,6 +46,8 @@ class RunSummary:
     warnings: list[str] = field(default_factory=list)  # one line each, for the end of the run (sanity.py)
     #: every source the run saw: {name: {"kind": web|curated|code, "input": records}}
     sources: dict[str, dict] = field(default_factory=dict)
+    #: input records that are not documents (WARC requests, non-HTML responses...), by kind
+    skipped_records: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -101,6 +103,15 @@ def fingerprint(cfg: dict, inputs: list[str]) -> str:
                        "version": __version__, "format": layout.FILE_FORMAT, "inputs": files},
                       sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()
+
+
+def _refuse_html_without_extract(cfg: dict, files: list[str]) -> None:
+    """A WARC file holds HTML pages: without an extract stage the rules would judge markup. WET files hold text."""
+    warcs = [f for f in files if f.lower().endswith((".warc", ".warc.gz"))]
+    if warcs and not any(isinstance(s, dict) and s.get("stage") == "extract" for s in cfg["pipeline"]):
+        more = f" (and {len(warcs) - 1} more)" if len(warcs) > 1 else ""
+        raise RunError(f"{warcs[0]}{more} is a WARC file of HTML pages and the pipeline has no extract stage: "
+                       "run with --config crawl (rules/crawl.yaml), or set extract.enabled: true")
 
 
 def _refuse_output_in_input_folder(out: str, specs: list[str]) -> None:
@@ -311,7 +322,8 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
         raise RunError(str(exc)) from None
     if not files:
         raise RunError(f"no input files found in {', '.join(map(str, inputs))} "
-                       "(looked for .parquet, .jsonl, .jsonl.gz, .jsonl.zst)")
+                       "(looked for .parquet, .jsonl, .jsonl.gz, .jsonl.zst, .warc, .warc.gz, .wet.gz)")
+    _refuse_html_without_extract(cfg, files)
     try:
         fp = fingerprint(cfg, files)
     except OSError as exc:
@@ -463,4 +475,4 @@ def _summary_from_disk(lay: Layout, resumed: int, started: float) -> RunSummary:
                       removed_by_stage=s["removed_by_stage"], removed_by_rule=s["removed_by_rule"],
                       failed_inputs=failed, verified=s.get("conservation_ok", False),
                       seconds=round(time.time() - started, 3), resumed_tasks=resumed,
-                      mixture=s.get("mixture", []), sources=sources)
+                      mixture=s.get("mixture", []), sources=sources, skipped_records=s.get("skipped_records", {}))

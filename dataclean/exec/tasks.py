@@ -93,6 +93,7 @@ def pass1_task(spec: TaskSpec) -> dict:
                             lang=cols["lang"], default_source=cfg["input"]["default_source"])
     records = bad = kept = 0
     by_source: dict[str, int] = {}
+    skipped: dict[str, int] = {}  # records that are not documents (WARC requests, images...), by kind
     nbytes = 0
     # key rows of the global step's grouped decisions, partitioned for its reduce tasks (exec/shuffle.py)
     keyed = [(shuffle.id_rows, shuffle.ShuffleWriter(folder, "ids", shuffle.ID_SCHEMA, cfg["global"]["partitions"]))]
@@ -102,6 +103,7 @@ def pass1_task(spec: TaskSpec) -> dict:
     try:
         for chunk in read_shard(spec.input_path, spec.task, mapping, cfg["input"]["batch_rows"]):
             records += chunk.n_records
+            _add_counts(skipped, chunk.skipped)
             nbytes += pc.sum(pc.binary_length(chunk.docs.column("text"))).as_py() or 0
             _add_counts(by_source, _value_counts(chunk.docs.column("source"), mapping.default_source))
             if chunk.bad is not None:
@@ -144,6 +146,7 @@ def pass1_task(spec: TaskSpec) -> dict:
     result = {
         "task": spec.task, "input": spec.input_path, "status": "ok", "records": records, "bad_records": bad,
         "pass1_kept": kept, "pass1_removed": records - kept, "records_by_source": by_source,
+        "skipped_records": dict(sorted(skipped.items())),
         "text_bytes": nbytes, "size": size, "mtime_ns": mtime_ns, "checksum": iofs.checksum(spec.input_path),
         "seconds": round(time.time() - started, 3), "fingerprint": spec.fingerprint,
     }

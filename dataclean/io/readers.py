@@ -29,10 +29,12 @@ import pyarrow.parquet as pq
 import zstandard
 
 from dataclean.io import fs
+from dataclean.io.streams import BlockStream
+from dataclean.io.warc import WARC_SUFFIXES, WarcFileError, read_warc
 from dataclean.schema import DOC_SCHEMA, LEDGER_FIELDS, doc_key
 
 SUPPORTED_SUFFIXES = (".parquet", ".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".ndjson.gz",
-                      ".jsonl.zst", ".json.zst", ".ndjson.zst")
+                      ".jsonl.zst", ".json.zst", ".ndjson.zst") + WARC_SUFFIXES
 LEDGER_SCHEMA = pa.schema(LEDGER_FIELDS)
 #: A JSONL chunk is cut when it holds this many bytes of text, whatever its row count.
 MAX_CHUNK_TEXT_BYTES = 64 << 20
@@ -69,6 +71,8 @@ class ReadChunk:
     docs: pa.RecordBatch
     bad: pa.RecordBatch | None = None
     n_records: int = 0  # docs + bad
+    #: Records that are not documents, by kind (WARC ``request``, ``response_not_html``…): counted, not read.
+    skipped: dict[str, int] = field(default_factory=dict)
 
 
 def detect_format(path: str) -> str:
@@ -81,7 +85,10 @@ def detect_format(path: str) -> str:
         return "jsonl.zst"
     if name.endswith((".jsonl", ".json", ".ndjson")):
         return "jsonl"
-    raise InputFileError(path, "unsupported file type (expected .parquet, .jsonl, .jsonl.gz or .jsonl.zst)")
+    if name.endswith(WARC_SUFFIXES):
+        return "warc"
+    raise InputFileError(path, "unsupported file type (expected .parquet, .jsonl, .jsonl.gz, .jsonl.zst, "
+                               ".warc, .warc.gz or .wet.gz)")
 
 
 def discover_inputs(inputs: list[str]) -> list[str]:
@@ -490,17 +497,15 @@ def _parquet_bad_batch(path: str, batch: pa.RecordBatch, bad_idx: list[int], cau
 # JSON Lines
 
 
-class _ZstdRaw(io.RawIOBase):
+class _ZstdRaw(BlockStream):
     """Decompressed bytes of a (multi-frame) zstd file. Unlike ``ZstdDecompressor.stream_reader``, a file
     that ends inside a frame raises :class:`EOFError` instead of ending quietly."""
 
     def __init__(self, fh, block: int = 1 << 18):
-        self._fh, self._block = fh, block
         self._dctx = zstandard.ZstdDecompressor()
-        self._blocks = self._decompressed()
-        self._buf = memoryview(b"")
+        super().__init__(fh, block)
 
-    def _decompressed(self):
+    def _blocks_of(self):
         obj, in_frame = self._dctx.decompressobj(), False
         while data := self._fh.read(self._block):
             while data:
@@ -515,25 +520,6 @@ class _ZstdRaw(io.RawIOBase):
                     data = b""
         if in_frame:
             raise EOFError("compressed file ended before the end of a zstd frame (truncated?)")
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        while not self._buf:
-            out = next(self._blocks, None)
-            if out is None:
-                return 0
-            self._buf = memoryview(out)
-        n = min(len(b), len(self._buf))
-        b[:n] = self._buf[:n]
-        self._buf = self._buf[n:]
-        return n
-
-    def close(self) -> None:
-        if not self.closed:
-            self._fh.close()
-        super().close()
 
 
 def _open_lines(path: str, fmt: str):
@@ -672,6 +658,28 @@ class _JsonlChunk:
         return ReadChunk(docs=docs, bad=bad, n_records=self.n)
 
 
+# --------------------------------------------------------------------------------------------------------
+# WARC / WET (records parsed in dataclean.io.warc)
+
+
+def _read_warc(path: str, file_index: int, mapping: ColumnMapping, batch_rows: int) -> Iterator[ReadChunk]:
+    """Crawl records as canonical batches: the id, text and url are the record's, the columns mapping does
+    not apply (a WARC has no columns); ``source`` is ``input.default_source``."""
+    default = mapping.default_source
+    try:
+        for part in read_warc(path, batch_rows):
+            docs = _canonical(path, file_index, pa.array(part.rows, pa.int64()), pa.array(part.texts, pa.string()),
+                              pa.array(part.ids, pa.string()), None, pa.array(part.urls, pa.string()), None,
+                              pa.array(part.metas, pa.string()), default)
+            bad = None
+            if part.bad:
+                rows, raws, causes, ids = (list(c) for c in zip(*part.bad))
+                bad = _bad_rows(path, rows, raws, causes, ids, [default] * len(rows))
+            yield ReadChunk(docs=docs, bad=bad, n_records=part.n, skipped=part.skipped)
+    except WarcFileError as exc:
+        raise InputFileError(path, str(exc)) from None
+
+
 def _str_or_none(value) -> str | None:
     return value if isinstance(value, str) else None if value is None else str(value)
 
@@ -701,5 +709,7 @@ def read_shard(path: str, file_index: int, mapping: ColumnMapping | None = None,
         raise InputFileError(path, "not a file")
     if fmt == "parquet":
         yield from _read_parquet(path, file_index, mapping, batch_rows)
+    elif fmt == "warc":
+        yield from _read_warc(path, file_index, mapping, batch_rows)
     else:
         yield from _read_jsonl(path, fmt, file_index, mapping, batch_rows)

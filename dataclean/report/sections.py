@@ -66,7 +66,12 @@ def overview(run: Run) -> str:
     failed = s.get("failed_inputs") or []
     if failed:
         html += f'<div class="card bad"><div class="v">{len(failed)}</div><div class="k">unreadable inputs</div></div>'
-    return f'<div class="cards">{html}</div>'
+    html = f'<div class="cards">{html}</div>'
+    skipped = s.get("skipped_records") or {}
+    if skipped:  # crawl files: records that are not documents are counted, not read (dataclean/io/warc.py)
+        html += (f"<p>{esc(num(sum(skipped.values())))} records of the inputs are not documents and were skipped: "
+                 + ", ".join(f"{esc(k)} {esc(num(v))}" for k, v in skipped.items()) + ".</p>")
+    return html
 
 
 def run_section(run: Run) -> str:
@@ -91,12 +96,13 @@ def run_section(run: Run) -> str:
         for r in inputs:
             mi = by_path.get(r["input"], {})
             status = r.get("status")
+            skipped = sum((mi.get("skipped_records") or {}).values())
             trs.append((mono(r["input"]),
                         Cell(esc(status), "" if status == "ok" else "bad"),
-                        r.get("records"), r.get("kept"), r.get("removed"), r.get("bad_records"), mi.get("size"),
-                        mono(mi.get("checksum")), r.get("error")))
-        body += table(["input", "status", "records", "kept", "removed", "bad records", "bytes", "checksum",
-                       "error"], trs, numeric=(2, 3, 4, 5, 6))
+                        r.get("records"), r.get("kept"), r.get("removed"), r.get("bad_records"), skipped,
+                        mi.get("size"), mono(mi.get("checksum")), r.get("error")))
+        body += table(["input", "status", "records", "kept", "removed", "bad records", "skipped (not documents)",
+                       "bytes", "checksum", "error"], trs, numeric=(2, 3, 4, 5, 6, 7))
     timings = m.get("timings_seconds") or {}
     side = ""
     if timings:
