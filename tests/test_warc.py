@@ -139,6 +139,21 @@ def test_batches_are_cut_and_rows_stay_in_order(tmp_path):
     assert docs[0]["doc_key"] == (3 << 40) and docs[6]["origin_row"] == 6
 
 
+def test_batches_are_cut_by_utf8_bytes(tmp_path, monkeypatch):
+    import dataclean.io.warc as warc
+
+    monkeypatch.setattr(warc, "MAX_CHUNK_TEXT_BYTES", 200)
+    ascii_page = "<html><body><p>" + "a" * 100 + "</p></body></html>"  # 122 bytes
+    zh = "<html><body><p>" + ZH[:25] + "</p></body></html>"  # 58 characters, 108 bytes: counted as 174
+    pages = [(f"https://example.org/{i}", page.encode(), "text/html; charset=utf-8", 200)
+             for i, page in enumerate([ascii_page, ascii_page, zh, ascii_page])]
+    write_warc(tmp_path / "c.warc.gz", pages)
+    # a batch is cut once it holds 200 bytes: 122 + 122 | 174 + 122; ascii counted as such, Chinese as 3 a character
+    assert [c.docs.num_rows for c in read_shard(str(tmp_path / "c.warc.gz"), 0)] == [2, 2]
+    monkeypatch.setattr(warc, "MAX_CHUNK_TEXT_BYTES", 170)  # the Chinese page alone (174)
+    assert [c.docs.num_rows for c in read_shard(str(tmp_path / "c.warc.gz"), 0)] == [2, 1, 1]
+
+
 def test_non_2xx_and_non_html_responses_are_skipped_with_counts(tmp_path):
     write_warc(tmp_path / "b.warc", [
         ("https://a.example/", b"<html><body>moved</body></html>", "text/html", 301),

@@ -41,8 +41,10 @@ from dataclean.io.charset import decode_html
 from dataclean.io.streams import BlockStream
 
 WARC_SUFFIXES = (".warc", ".warc.gz", ".wet", ".wet.gz")
-#: A batch is cut at this many bytes of text (HTML pages are large: 4096 pages can hold 400 MB).
-MAX_CHUNK_TEXT_BYTES = 64 << 20
+#: A batch is cut at this many bytes of text (HTML pages are large: 4096 pages can hold 400 MB). Reading a
+#: 64 MiB batch took ~420 MiB of RSS above the imports (benchmarks/bench_extract.py); at 16 MiB a batch is
+#: still ~250 average pages, whose extraction costs ~17 s with trafilatura, so per-batch costs do not show.
+MAX_CHUNK_TEXT_BYTES = 16 << 20
 #: The most bytes of a bad record's payload kept in the ledger's ``raw``.
 MAX_RAW_BYTES = 1 << 16
 
@@ -265,8 +267,7 @@ def read_warc(path: str, batch_rows: int) -> Iterator[WarcBatch]:
     state = WarcBatch()
     row = -1
     try:
-        records = ArchiveIterator(stream, parse_http=True, record_types=WarcRecordType.any_type,
-                                  strict_mode=False)
+        records = ArchiveIterator(stream, parse_http=True, record_types=WarcRecordType.any_type)
         pending = None  # the last document read: held back until the file is known to go on past it
         while True:
             try:
@@ -328,7 +329,8 @@ def _commit(state: WarcBatch, kind: str, row: int, payload, rid, url, meta) -> N
     state.ids.append(rid)
     state.urls.append(url)
     state.metas.append(json.dumps(meta, ensure_ascii=False, sort_keys=True))
-    state.text_bytes += len(payload)
+    # UTF-8 bytes, bounded cheaply: str.isascii() is O(1) in CPython; other text counts 3 bytes a character
+    state.text_bytes += len(payload) if payload.isascii() else 3 * len(payload)
 
 
 def _record(rec, row: int, members) -> tuple:

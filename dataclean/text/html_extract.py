@@ -33,7 +33,6 @@ KEEP_KINDS = ("code", "tables", "math", "comments")
 DEFAULT_KEEP = ("code", "tables", "math")
 FAVOR = ("balanced", "precision", "recall")
 
-_MATH_HINT = re.compile(r"<math\b|math/tex", re.I)
 _MATHML = re.compile(r"<math\b([^>]*)>.*?</math\s*>", re.I | re.S)
 _ALTTEXT = re.compile(r"""\balttext\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
 _MATHJAX = re.compile(r"""<script[^>]*type\s*=\s*["']math/tex(; *mode=display)?["'][^>]*>(.*?)</script\s*>""",
@@ -47,7 +46,11 @@ def _tex(tex: str, display: bool = False) -> str:
 
 def math_as_tex(html: str) -> str:
     """``html`` with MathML (that has an ``alttext``) and MathJax scripts replaced by their TeX as text."""
-    if not _MATH_HINT.search(html):
+    # plain substring tests first: a case-insensitive regex over every page cost 24% of resiliparse's time
+    if "math" not in html and "MATH" not in html:
+        return html
+    low = html.lower()
+    if "<math" not in low and "math/tex" not in low:
         return html
 
     def mathml(m: re.Match) -> str:
