@@ -361,3 +361,24 @@ def test_sample_warc_runs_with_the_readme_command(tmp_path):
     report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert ("20 records of the inputs are not documents and were skipped: request 18, response_not_html 1, "
             "warcinfo 1.") in report
+
+
+def test_a_jsonl_column_of_raw_html(tmp_path):
+    """A user's own JSONL with the HTML in an ``html`` column: ``rows: all`` extracts it; without it the run
+    stops in one line with the fix instead of judging markup."""
+    page = next(d for c in read_shard(str(DATA / "example.warc.gz"), 0) for d in c.docs.to_pylist())["text"]
+    (tmp_path / "pages.jsonl").write_text(json.dumps({"url": "http://example.com/", "html": page}) + "\n")
+    res = cli("run", tmp_path / "pages.jsonl", "-o", tmp_path / "refused", "--config", "crawl",
+              "--text-column", "html")
+    assert res.returncode == 2
+    assert res.stderr.strip() == (f"error: {tmp_path / 'pages.jsonl'}: 1 of its first 1 records are raw HTML, and "
+                                  "extract takes only WARC pages (rows whose meta says text/html): set "
+                                  "extract.rows: all to extract every row")
+    cfg = tmp_path / "html.yaml"
+    cfg.write_text("input:\n  columns: {text: html}\nextract:\n  enabled: true\n  rows: all\n"
+                   "output:\n  report: false\n")
+    res = cli("run", tmp_path / "pages.jsonl", "-o", tmp_path / "out", "--config", cfg)
+    assert res.returncode == 0, res.stderr
+    removed = pq.read_table(tmp_path / "out" / "rejected").to_pylist()
+    kept = pq.read_table(tmp_path / "out" / "data").to_pylist()
+    assert [d["text"] for d in kept + removed] == [EXAMPLE_TEXT]

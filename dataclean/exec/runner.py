@@ -330,6 +330,7 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
         raise RunError(f"cannot read an input: {exc}") from None
     from dataclean.exec import sanity  # every input mis-read (text in another column...): stop before any work
     sanity.check_first_batches(files, sanity.mapping_of(cfg))
+    sanity.check_html_rows(files, sanity.mapping_of(cfg), cfg)
     if publish:
         _check_destination(publish, fp, fresh)
     _check_output_folder(output, files, fp, fresh)

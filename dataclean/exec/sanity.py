@@ -220,3 +220,40 @@ def mostly_bad_warning(output: str, mapping: ColumnMapping) -> str | None:
     hint = _hint(kind, names, chars, mapping)
     return (f"{n:,} of {total:,} records ({100 * n / total:.0f}%) are bad records: {describe(kind, mapping)}"
             + (f"; {hint}" if hint else ""))
+
+
+#: Pages of raw HTML start like this (after blanks); a record whose text does is counted as a page.
+_HTML_START = r"^\s*<(?:!doctype\s+html|html|head|body)\b"
+
+
+def check_html_rows(files: list[str], mapping: ColumnMapping, cfg: dict) -> None:
+    """With an ``extract`` stage that takes only the rows whose meta says HTML (``rows: html``, for WARC
+    pages), raise :class:`InputSanityError` for a JSONL/Parquet input whose first batch is mostly raw HTML
+    without such meta: the stage would pass it through and the rules would judge markup."""
+    import pyarrow.compute as pc
+
+    from dataclean.io.warc import is_warc
+
+    stages = [s for s in cfg["pipeline"] if isinstance(s, dict) and s.get("stage") == "extract"]
+    if not stages or any(s.get("rows", "html") != "html" for s in stages):
+        return
+    for index, path in enumerate(files):
+        if is_warc(path):
+            continue
+        reader = read_shard(path, index, mapping, FIRST_BATCH_ROWS)
+        try:
+            chunk = next(reader, None)
+        except Exception:  # noqa: BLE001 - an unreadable file is pass 1's to report
+            continue
+        finally:
+            reader.close()
+        if chunk is None or not chunk.docs.num_rows:
+            continue
+        docs = chunk.docs
+        html = pc.sum(pc.match_substring_regex(docs.column("text"), _HTML_START, ignore_case=True)).as_py() or 0
+        marked = pc.sum(pc.fill_null(pc.match_substring(docs.column("meta"), '"content_type": "text/html'),
+                                     False)).as_py() or 0
+        if 2 * html > docs.num_rows and not marked:
+            raise InputSanityError(
+                f"{path}: {html} of its first {docs.num_rows} records are raw HTML, and extract takes only "
+                "WARC pages (rows whose meta says text/html): set extract.rows: all to extract every row")
