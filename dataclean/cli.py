@@ -118,6 +118,8 @@ def run(inputs, output, work_dir, config_path, workers, executor, ray_address, f
                                            for name, v in summary.sources.items()))
     for stage, n in summary.removed_by_stage.items():
         click.echo(f"  removed by {stage}: {n}")
+        if stage == "url_filter" and summary.url_blocked_by_category:
+            click.echo("    by category: " + ", ".join(f"{k} {v:,}" for k, v in summary.url_blocked_by_category.items()))
     for row in summary.mixture:
         click.echo(f"  mixture {row['source']}: {row['achieved_tokens']:,} of {row['target_tokens']:,} target tokens "
                    f"(weight {row['achieved_weight']:.3f} vs {row['target_weight']:.3f}, "

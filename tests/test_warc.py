@@ -331,6 +331,8 @@ def test_run_on_warc_files_end_to_end(tmp_path):
     assert summary["input_records"] == 5 and summary["bad_records"] == 1
     assert summary["input_records"] == summary["kept"] + summary["removed"]
     assert summary["skipped_records"] == {"request": 7, "response_not_html": 3, "revisit": 1, "warcinfo": 5}
+    assert summary["url_blocked_by_category"] == {"blocklist": 1}
+    assert "  removed by url_filter: 1\n    by category: blocklist 1\n" in res.stdout
     ledger = pq.read_table(out / "rejected").to_pylist()
     rules = sorted((r["id"], r["rule"]) for r in ledger)
     assert ("<urn:uuid:00000000-0000-0000-0000-000000000000>", "url_blocked") in rules
@@ -338,6 +340,9 @@ def test_run_on_warc_files_end_to_end(tmp_path):
     kept = pq.read_table(out / "data").to_pylist()
     assert "<urn:uuid:a96ae1a5-931d-4c45-96f3-98576d155f8b>" in {d["id"] for d in kept + ledger}
     assert cli("verify", out).returncode == 0
+    assert cli("report", out).returncode == 0
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert "1 records were removed by their URL's domain, by category: blocklist 1." in report
 
 
 def test_warc_without_extract_is_refused_in_one_line(tmp_path):

@@ -142,11 +142,12 @@ def _items_per_benchmark(out: str) -> dict[str, int]:
         con.close()
 
 
-def _skipped(ok: list[dict]) -> dict[str, int]:
-    """Records of the inputs that are not documents (WARC requests, non-HTML responses...), by kind."""
+def _skipped(ok: list[dict], key: str = "skipped_records") -> dict[str, int]:
+    """A per-task count summed over the tasks: records of the inputs that are not documents (WARC requests,
+    non-HTML responses...) by kind, or ``url_blocked_by_category``."""
     total: dict[str, int] = {}
     for p in ok:
-        for k, v in (p.get("skipped_records") or {}).items():
+        for k, v in (p.get(key) or {}).items():
             total[k] = total.get(k, 0) + v
     return dict(sorted(total.items()))
 
@@ -212,6 +213,7 @@ def _summary(removed: pa.Table, kept: pa.Table, stages: list[str], pass1: list[d
         "removed": n_removed,
         "bad_records": sum(p["bad_records"] for p in ok),
         "skipped_records": _skipped(ok),
+        "url_blocked_by_category": _skipped(ok, "url_blocked_by_category"),
         "kept_chars": sum(kept.column("chars").to_pylist()),
         "kept_tokens": sum(kept.column("tokens").to_pylist()),
         "output_docs": sum(kept.column("output_docs").to_pylist()),  # kept + a mixture's repeated copies

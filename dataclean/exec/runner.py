@@ -48,6 +48,8 @@ class RunSummary:
     sources: dict[str, dict] = field(default_factory=dict)
     #: input records that are not documents (WARC requests, non-HTML responses...), by kind
     skipped_records: dict[str, int] = field(default_factory=dict)
+    #: url_filter removals by the category of the domain list
+    url_blocked_by_category: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -476,4 +478,5 @@ def _summary_from_disk(lay: Layout, resumed: int, started: float) -> RunSummary:
                       removed_by_stage=s["removed_by_stage"], removed_by_rule=s["removed_by_rule"],
                       failed_inputs=failed, verified=s.get("conservation_ok", False),
                       seconds=round(time.time() - started, 3), resumed_tasks=resumed,
-                      mixture=s.get("mixture", []), sources=sources, skipped_records=s.get("skipped_records", {}))
+                      mixture=s.get("mixture", []), sources=sources, skipped_records=s.get("skipped_records", {}),
+                      url_blocked_by_category=s.get("url_blocked_by_category", {}))

@@ -94,6 +94,7 @@ def pass1_task(spec: TaskSpec) -> dict:
     records = bad = kept = 0
     by_source: dict[str, int] = {}
     skipped: dict[str, int] = {}  # records that are not documents (WARC requests, images...), by kind
+    blocked: dict[str, int] = {}  # url_filter removals by the category of the list that blocked them
     nbytes = 0
     # key rows of the global step's grouped decisions, partitioned for its reduce tasks (exec/shuffle.py)
     keyed = [(shuffle.id_rows, shuffle.ShuffleWriter(folder, "ids", shuffle.ID_SCHEMA, cfg["global"]["partitions"]))]
@@ -115,6 +116,8 @@ def pass1_task(spec: TaskSpec) -> dict:
             for rows_of, writer in keyed:
                 writer.add(*rows_of(outcome.kept))
             rejected.write(outcome.removed)
+            if "url_blocked_category" in outcome.removed.schema.names and outcome.removed.num_rows:
+                _add_counts(blocked, _value_counts(outcome.removed.column("url_blocked_category").drop_null(), ""))
             kept += outcome.kept.num_rows
     except InputFileError as exc:
         docs.abort()
@@ -146,7 +149,7 @@ def pass1_task(spec: TaskSpec) -> dict:
     result = {
         "task": spec.task, "input": spec.input_path, "status": "ok", "records": records, "bad_records": bad,
         "pass1_kept": kept, "pass1_removed": records - kept, "records_by_source": by_source,
-        "skipped_records": dict(sorted(skipped.items())),
+        "skipped_records": dict(sorted(skipped.items())), "url_blocked_by_category": dict(sorted(blocked.items())),
         "text_bytes": nbytes, "size": size, "mtime_ns": mtime_ns, "checksum": iofs.checksum(spec.input_path),
         "seconds": round(time.time() - started, 3), "fingerprint": spec.fingerprint,
     }

@@ -71,6 +71,10 @@ def overview(run: Run) -> str:
     if skipped:  # crawl files: records that are not documents are counted, not read (dataclean/io/warc.py)
         html += (f"<p>{esc(num(sum(skipped.values())))} records of the inputs are not documents and were skipped: "
                  + ", ".join(f"{esc(k)} {esc(num(v))}" for k, v in skipped.items()) + ".</p>")
+    blocked = s.get("url_blocked_by_category") or {}
+    if blocked:  # url_filter (dataclean/stages/url_filter.py): removals by the category of the domain list
+        html += (f"<p>{esc(num(sum(blocked.values())))} records were removed by their URL's domain, by category: "
+                 + ", ".join(f"{esc(k)} {esc(num(v))}" for k, v in blocked.items()) + ".</p>")
     return html
 
 
