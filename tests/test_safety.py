@@ -73,3 +73,19 @@ def test_fresh_on_a_dataclean_output_removes_only_its_entries(tmp_path):
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "out" / "NOTES.md").read_text() == "mine"
     assert not (tmp_path / "out" / "data" / "stray.tmp").exists()
+
+
+def test_stats_prints_source_names_as_text_not_markup(tmp_path):
+    """A source named like rich markup (``[/]`` crashed ``stats`` with a MarkupError; ``[link=…]`` printed a
+    disguised terminal hyperlink) is printed as written."""
+    names = ["[/]", "[link=https://evil.example/x]web[/link]", "[blink]x[/blink]"]
+    write_jsonl(tmp_path / "in.jsonl", [{"id": str(i), "text": f"document number {i} of a source", "source": n}
+                                        for i, n in enumerate(names)])
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(FOUNDATION.read_text() + "output:\n  report: false\n")
+    assert run_cli("run", tmp_path / "in.jsonl", "-o", tmp_path / "out", "--config", cfg, "--quiet").returncode == 0
+    res = run_cli("stats", tmp_path / "out")
+    assert res.returncode == 0, res.stderr
+    for name in names:
+        assert name in res.stdout
+    assert "\x1b]8;" not in res.stdout and "\x1b[5m" not in res.stdout

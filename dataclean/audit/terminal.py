@@ -74,6 +74,8 @@ def _table(title: str, columns: list[str], numeric: set[str] | None = None, spli
 # --- stats --------------------------------------------------------------------------------------------------
 
 def render_stats(stats: dict, con: Console | None = None) -> None:
+    """Data values (stage, rule, source, lang and mixture names come from configs and inputs) go in as rich
+    ``Text``, never as markup: a source named ``[/]`` or ``[link=…]`` prints as itself."""
     stats = safe(stats)
     con = con or console()
     s = stats["summary"]
@@ -95,7 +97,7 @@ def render_stats(stats: dict, con: Console | None = None) -> None:
         cols = ["step", "stage", "docs in", "removed", "docs out", "tokens in", "tokens removed", "tokens out"]
         t = _table("funnel (all sources)", cols, set(cols) - {"stage"})
         for r in stats["funnel"]:
-            t.add_row(str(r["step"]), r["stage"], num(r["docs_in"]), num(r["docs_removed"]), num(r["docs_out"]),
+            t.add_row(str(r["step"]), Text(str(r["stage"])), num(r["docs_in"]), num(r["docs_removed"]), num(r["docs_out"]),
                       num(r["tokens_in"]), num(r["tokens_removed"]), num(r["tokens_out"]))
         con.print(t)
 
@@ -103,7 +105,7 @@ def render_stats(stats: dict, con: Console | None = None) -> None:
         cols = ["stage", "rule", "docs", "chars", "tokens", "% of docs", "% of tokens"]
         t = _table("removed by stage × rule (share of the input)", cols, set(cols) - {"stage", "rule"})
         for r in stats["removals"]:
-            t.add_row(r["stage"], r["rule"], num(r["docs"]), num(r["chars"]), num(r["tokens"]),
+            t.add_row(Text(str(r["stage"])), Text(str(r["rule"])), num(r["docs"]), num(r["chars"]), num(r["tokens"]),
                       pct(r["share_docs"]), pct(r["share_tokens"]))
         con.print(t)
 
@@ -111,7 +113,7 @@ def render_stats(stats: dict, con: Console | None = None) -> None:
         cols = ["source", "lang", "input", "kept", "removed", "% kept", "kept tokens", "removed tokens"]
         t = _table("per source and language", cols, set(cols) - {"source", "lang"})
         for r in stats["sources"]:
-            t.add_row(str(r["source"]), str(r["lang"]), num(r["input"]), num(r["kept"]), num(r["removed"]),
+            t.add_row(Text(str(r["source"])), Text(str(r["lang"])), num(r["input"]), num(r["kept"]), num(r["removed"]),
                       pct(r["kept"] / r["input"] if r["input"] else None), num(r["kept_tokens"]),
                       num(r["removed_tokens"]))
         con.print(t)
@@ -133,7 +135,7 @@ def render_stats(stats: dict, con: Console | None = None) -> None:
         text_cols = {"source", "select", "warning"}
         t = _table("mixture", cols, set(cols) - text_cols, split_headers=True)
         for r in rows:
-            t.add_row(*[num(r[c]) if c not in text_cols else ("" if r[c] is None else str(r[c])) for c in cols])
+            t.add_row(*[num(r[c]) if c not in text_cols else Text("" if r[c] is None else str(r[c])) for c in cols])
         con.print(t)
     for note in stats.get("notes", []):
         con.print(f"note: {escape(note)}")
