@@ -556,3 +556,19 @@ def test_cli_run_with_a_truncated_gz_and_bad_lines(tmp_path):
     assert "Traceback" not in again.stdout + again.stderr
     assert again.stdout.startswith("7 records in: 4 kept, 3 removed (")
     assert cli("verify", "out", cwd=tmp_path).returncode == 0
+
+
+def test_the_same_file_named_twice_is_read_once(tmp_path):
+    """#25 item 6: relative and absolute path, or a symlink, to one file were read (and kept) twice."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.jsonl").write_text('{"text": "one document"}\n')
+    os.symlink(data / "a.jsonl", data / "b.jsonl")
+    notes: list[str] = []
+    assert discover_inputs([str(data / "a.jsonl"), str(data)], notes) == [str(data / "a.jsonl")]
+    assert notes == [f"{data / 'b.jsonl'} is the same file as {data / 'a.jsonl'}: read once"]
+    res = cli("run", "data", str(data / "a.jsonl"), "-o", "out", "--quiet", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.splitlines() == [f"note: data/a.jsonl is the same file as {data / 'a.jsonl'}: read once",
+                                       f"note: data/b.jsonl is the same file as {data / 'a.jsonl'}: read once"]
+    assert json.loads((tmp_path / "out" / "stats" / "summary.json").read_text())["input_records"] == 1

@@ -319,7 +319,10 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
         raise RunError("--work-dir is for an output URI (s3://...); a local output folder is the run folder")
     _refuse_output_in_input_folder(output, [str(i) for i in inputs])
     try:
-        files = discover_inputs([str(i) for i in inputs])
+        notes: list[str] = []
+        files = discover_inputs([str(i) for i in inputs], notes)
+        for note in notes:  # the same file named twice would be read, and kept, twice
+            print(f"note: {note}", file=sys.stderr)
     except (OSError, ValueError) as exc:  # a missing path, an unknown URI scheme, an unreachable store
         raise RunError(str(exc)) from None
     if not files:

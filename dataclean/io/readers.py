@@ -91,8 +91,12 @@ def detect_format(path: str) -> str:
                                ".warc, .warc.gz or .wet.gz)")
 
 
-def discover_inputs(inputs: list[str]) -> list[str]:
+def discover_inputs(inputs: list[str], notes: list[str] | None = None) -> list[str]:
     """Expand files, folders and globs into a sorted, de-duplicated list.
+
+    Local files are de-duplicated by their real path: the same file named twice (relative and absolute, or
+    through a symlink) is read once, under its first name in sorted order, and ``notes`` (when given) gets one
+    line saying so.
 
     A folder (recursively) and a glob yield supported files only, skipping names that start with ``.`` or
     ``_``; a file named explicitly is always kept, so that an unsupported one fails loudly when read.
@@ -114,7 +118,18 @@ def discover_inputs(inputs: list[str]) -> list[str]:
             if not matches:
                 raise FileNotFoundError(f"input not found: {spec}")
             found.extend(m for m in matches if os.path.isfile(m) and _wanted_match(spec, m))
-    return sorted({p if fs.is_uri(p) else os.path.normpath(p) for p in found})
+    names = sorted({p if fs.is_uri(p) else os.path.normpath(p) for p in found})
+    first: dict[str, str] = {}
+    out = []
+    for name in names:
+        real = name if fs.is_uri(name) else os.path.realpath(name)
+        if real in first:
+            if notes is not None:
+                notes.append(f"{name} is the same file as {first[real]}: read once")
+            continue
+        first[real] = name
+        out.append(name)
+    return out
 
 
 def _wanted_match(pattern: str, match: str) -> bool:
