@@ -47,7 +47,6 @@ def normalize_label(label: str | None) -> str | None:
         codec = codecs.lookup(name).name
     except LookupError:
         return None
-    # UTF-16 declared in a meta tag of an ASCII-compatible page is a mistake browsers ignore (WHATWG)
     return codec
 
 
@@ -76,7 +75,9 @@ def decode_html(body: bytes, content_type: str | None = None) -> tuple[str, str,
     """``(text, codec, source)`` of an HTML (or text) payload; see the module docstring for the order."""
     for label, source in ((header_charset(content_type), "http"), (meta_charset(body), "meta")):
         codec = normalize_label(label)
-        if codec is None or codec.startswith("utf-16") or codec.startswith("utf-32"):
+        # UTF-16/32 declared in the header or a meta tag of an ASCII-compatible page is a mistake browsers
+        # ignore (WHATWG); a real UTF-16 page has a byte-order mark
+        if codec is None or codec.startswith(("utf-16", "utf-32")):
             continue
         text = _strict(body, codec)
         if text is not None:

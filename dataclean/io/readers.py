@@ -522,7 +522,7 @@ class _ZstdRaw(BlockStream):
 
     def _blocks_of(self):
         obj, in_frame = self._dctx.decompressobj(), False
-        while data := self._fh.read(self._block):
+        for data in self._reads():
             while data:
                 out = obj.decompress(data)
                 in_frame = True

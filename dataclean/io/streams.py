@@ -5,14 +5,22 @@ import io
 
 
 class BlockStream(io.RawIOBase):
-    """``readinto`` from the blocks of :meth:`_blocks_of` (a subclass's generator over ``self._fh``); ``tell()``
-    is the position in the served bytes. Closing closes ``fh``."""
+    """``readinto`` from the blocks of :meth:`_blocks_of` (a subclass's generator over :meth:`_reads`, the
+    bytes of ``fh`` after ``head``: bytes already read from it, to tell its format); ``tell()`` is the position
+    in the served bytes. Closing closes ``fh``."""
 
-    def __init__(self, fh, block: int = 1 << 18):
-        self._fh, self._block = fh, block
+    def __init__(self, fh, block: int = 1 << 18, head: bytes = b""):
+        self._fh, self._block, self._head = fh, block, head
         self._blocks = self._blocks_of()
         self._buf = memoryview(b"")
         self._pos = 0
+
+    def _reads(self):
+        """The input's bytes, in blocks: ``head`` first, then ``fh`` read ``block`` bytes at a time."""
+        if self._head:
+            yield self._head
+        while data := self._fh.read(self._block):
+            yield data
 
     def _blocks_of(self):  # pragma: no cover - interface
         raise NotImplementedError

@@ -40,7 +40,9 @@ from dataclean.io import fs
 from dataclean.io.charset import decode_html
 from dataclean.io.streams import BlockStream
 
-WARC_SUFFIXES = (".warc", ".warc.gz", ".wet", ".wet.gz")
+#: WARC files hold HTML pages (extraction needed); WET files hold their converted text.
+WARC_HTML_SUFFIXES = (".warc", ".warc.gz")
+WARC_SUFFIXES = WARC_HTML_SUFFIXES + (".wet", ".wet.gz")
 #: A batch is cut at this many bytes of text (HTML pages are large: 4096 pages can hold 400 MB). Reading a
 #: 64 MiB batch took ~420 MiB of RSS above the imports (benchmarks/bench_extract.py); at 16 MiB a batch is
 #: still ~250 average pages, whose extraction costs ~17 s with trafilatura, so per-batch costs do not show.
@@ -49,6 +51,9 @@ MAX_CHUNK_TEXT_BYTES = 16 << 20
 MAX_RAW_BYTES = 1 << 16
 
 _HTML_TYPES = ("text/html", "application/xhtml+xml", "application/xhtml")
+#: What the ``meta`` of an HTML page written here holds (sorted-key JSON): the extract stage's ``rows: html``
+#: and the driver's input check both find pages by it.
+HTML_META_PATTERN = '"content_type": "(?:' + "|".join(t.replace("+", "\\+") for t in _HTML_TYPES) + ')"'
 _HTML_START = re.compile(rb"^\s*(?:\xef\xbb\xbf)?\s*<(?:!doctype\s+html|html|head|body|!--|meta|title)", re.I)
 
 
@@ -56,22 +61,18 @@ def is_warc(path: str) -> bool:
     return path.lower().endswith(WARC_SUFFIXES)
 
 
-class _GzipMembers(BlockStream):
-    """The decompressed bytes of a multi-member gzip file. A file that ends inside a member sets
-    ``truncated`` (and ends the stream) instead of raising, so that the records before it are read; the
-    compressed offset of every member start is kept for :meth:`compressed_offset`."""
+class _WarcStream(BlockStream):
+    """The decompressed bytes of a crawl file, with what FastWARC and the reader ask of them: a position
+    (FastWARC wants a seekable stream only to learn it: ``tell()`` is exact, seeking is refused), the file
+    offset of a record, and whether the file ended inside a gzip member (``truncated``) or holds data that is
+    not valid gzip (``corrupt``)."""
 
-    def __init__(self, fh, block: int = 1 << 18):
+    def __init__(self, fh, block: int = 1 << 18, head: bytes = b""):
         self.truncated = False
         self.truncated_at = 0
         self.corrupt: str | None = None
-        self._starts: dict[int, int] = {}  # decompressed offset -> compressed offset of a member start
-        super().__init__(fh, block)
+        super().__init__(fh, block, head)
 
-    def compressed_offset(self, offset: int) -> int | None:
-        return self._starts.get(offset)
-
-    # FastWARC wants a seekable stream only to learn its position: tell() is exact, seeking is refused
     def seekable(self) -> bool:
         return True
 
@@ -80,11 +81,31 @@ class _GzipMembers(BlockStream):
             return self._pos
         raise io.UnsupportedOperation("seek")
 
+    def compressed_offset(self, offset: int) -> int | None:
+        """The file offset of the record at decompressed ``offset`` (None when the file does not say)."""
+        return offset
+
+    def _blocks_of(self):
+        yield from self._reads()
+
+
+class _GzipMembers(_WarcStream):
+    """A multi-member gzip file, decompressed member by member. A file that ends inside a member sets
+    ``truncated`` (and ends the stream) instead of raising, so that the records before it are read; the
+    compressed offset of every member start is kept for :meth:`compressed_offset`."""
+
+    def __init__(self, fh, block: int = 1 << 18, head: bytes = b""):
+        self._starts: dict[int, int] = {}  # decompressed offset -> compressed offset of a member start
+        super().__init__(fh, block, head)
+
+    def compressed_offset(self, offset: int) -> int | None:
+        return self._starts.get(offset)
+
     def _blocks_of(self):
         obj, in_member = zlib.decompressobj(31), False
         read_c = out_n = 0  # compressed bytes consumed, decompressed bytes produced
         member_c = 0
-        while data := self._fh.read(self._block):
+        for data in self._reads():
             while data:
                 if not in_member:
                     # padding between members (some writers add NULs or newlines) is not a member
@@ -180,9 +201,14 @@ def http_payload(body: bytes, headers) -> bytes:
     return body
 
 
+def _mime(content_type: str) -> str:
+    """``text/html`` of ``Text/HTML; charset=GBK``."""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
 def _is_html(content_type: str, payload: bytes) -> bool:
     if content_type:
-        return content_type.split(";", 1)[0].strip().lower() in _HTML_TYPES
+        return _mime(content_type) in _HTML_TYPES
     return bool(_HTML_START.match(payload[:512]))
 
 
@@ -208,48 +234,11 @@ class WarcBatch:
         self.skipped[what] = self.skipped.get(what, 0) + 1
 
 
-class _Plain(_GzipMembers):
-    """An uncompressed stream (a URI's read-ahead stream is not seekable), with the position FastWARC asks."""
-
-    def _blocks_of(self):
-        while data := self._fh.read(self._block):
-            yield data
-
-    def compressed_offset(self, offset: int) -> int:
-        return offset
-
-
-def _open(path: str) -> "_GzipMembers":
+def _open(path: str) -> _WarcStream:
     """The decompressed stream of a crawl file (gzip is recognised by its magic bytes, whatever the name)."""
     raw = fs.open_input_stream(path) if fs.is_uri(path) else open(path, "rb")
     head = raw.read(2)
-    rest = io.BufferedReader(_Prefixed(head, raw), buffer_size=1 << 18)
-    return _GzipMembers(rest) if head == b"\x1f\x8b" else _Plain(rest)
-
-
-class _Prefixed(io.RawIOBase):
-    """``head`` then the rest of ``fh`` (the magic bytes read to tell gzip from plain go back in front)."""
-
-    def __init__(self, head: bytes, fh):
-        self._head, self._fh = head, fh
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        if self._head:
-            n = min(len(b), len(self._head))
-            b[:n] = self._head[:n]
-            self._head = self._head[n:]
-            return n
-        data = self._fh.read(len(b))
-        b[:len(data)] = data
-        return len(data)
-
-    def close(self) -> None:
-        if not self.closed:
-            self._fh.close()
-        super().close()
+    return _GzipMembers(raw, head=head) if head == b"\x1f\x8b" else _WarcStream(raw, head=head)
 
 
 def read_warc(path: str, batch_rows: int) -> Iterator[WarcBatch]:
@@ -294,9 +283,8 @@ def read_warc(path: str, batch_rows: int) -> Iterator[WarcBatch]:
         if members.truncated:
             cause = (f"the file ends inside a gzip member at compressed byte {members.truncated_at} "
                      "(truncated?): this record is incomplete")
-            if pending is not None:
-                kind, r, rid = pending[0], pending[1], pending[3]
-                state.bad.append((r, _cap(pending[2]), cause, rid))
+            if pending is not None:  # ("doc" or "bad", row, payload, id, ...)
+                state.bad.append((pending[1], _cap(pending[2]), cause, pending[3]))
                 pending = None
             else:
                 row += 1
@@ -333,14 +321,14 @@ def _commit(state: WarcBatch, kind: str, row: int, payload, rid, url, meta) -> N
     state.text_bytes += len(payload) if payload.isascii() else 3 * len(payload)
 
 
-def _record(rec, row: int, members) -> tuple:
+def _record(rec, row: int, members: _WarcStream) -> tuple:
     """``("doc", row, text, id, url, meta)``, ``("bad", row, raw, id, url, cause)`` or ``("skip", what)``."""
     rtype = str(rec.record_type).rsplit(".", 1)[-1]
     h = rec.headers
     rid = h.get("WARC-Record-ID")
     url = h.get("WARC-Target-URI")
     offset = members.compressed_offset(rec.stream_pos)
-    meta = {"warc_type": "", "warc_date": h.get("WARC-Date")}
+    meta = {"warc_date": h.get("WARC-Date")}
     if offset is not None:
         meta["warc_offset"] = offset
     if rtype == "conversion":
@@ -359,7 +347,7 @@ def _record(rec, row: int, members) -> tuple:
         status = hh.status_code
         body = rec.reader.read()
         if status is None or not 200 <= status < 300:
-            return ("skip", f"response_status_{str(status)[0] if status else 'unknown'}xx")
+            return ("skip", f"response_status_{str(status)[0]}xx" if status else "response_status_unknown")
         ctype = hh.get("Content-Type") or ""
         try:
             payload = http_payload(body, hh)
@@ -367,14 +355,13 @@ def _record(rec, row: int, members) -> tuple:
             return ("bad", row, body, rid, url, f"cannot read the HTTP body ({exc})")
         if not _is_html(ctype, payload):
             return ("skip", "response_not_html")
-        meta.update(warc_type="response", content_type=ctype.split(";", 1)[0].strip().lower() or "text/html",
-                    http_status=status)
+        meta.update(warc_type="response", content_type=_mime(ctype) or "text/html", http_status=status)
     elif rtype == "resource":
         payload = rec.reader.read()
         ctype = h.get("Content-Type") or ""
         if not _is_html(ctype, payload):
             return ("skip", "resource_not_html")
-        meta.update(warc_type="resource", content_type=ctype.split(";", 1)[0].strip().lower() or "text/html")
+        meta.update(warc_type="resource", content_type=_mime(ctype) or "text/html")
     else:
         name = rtype if rtype in ("warcinfo", "request", "metadata", "revisit", "continuation") else "unknown"
         return ("skip", name)
