@@ -138,7 +138,7 @@ def test_after_pass_1_a_file_of_bad_records_stops(tmp_path, monkeypatch):
     """The same from pass 1's counts (the driver's first look skipped here), before the global step."""
     from dataclean.exec import sanity
 
-    monkeypatch.setattr(sanity, "check_first_batches", lambda files, mapping: None)
+    monkeypatch.setattr(sanity, "check_first_batches", lambda files, mapping, **options: None)
     write_jsonl(tmp_path / "a.jsonl", text_records(2))
     write_jsonl(tmp_path / "b.jsonl", content_records(3))
     out = tmp_path / "out"

@@ -27,6 +27,7 @@ from dataclean.exec.shuffle import clear_candidates
 from dataclean.exec.tasks import TaskSpec, pass1_task, pass2_task, pipeline_for, remember_pipeline
 from dataclean.io import fs as iofs
 from dataclean.io.readers import discover_inputs
+from dataclean.io.warc import WARC_HTML_SUFFIXES
 from dataclean.io.writers import tmp_name, write_errors, write_json_atomic
 
 
@@ -107,13 +108,17 @@ def fingerprint(cfg: dict, inputs: list[str]) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def _refuse_html_without_extract(cfg: dict, files: list[str]) -> None:
-    """A WARC file holds HTML pages: without an extract stage the rules would judge markup. WET files hold text."""
-    warcs = [f for f in files if f.lower().endswith((".warc", ".warc.gz"))]
-    if warcs and not any(isinstance(s, dict) and s.get("stage") == "extract" for s in cfg["pipeline"]):
+def _extract_rows(cfg: dict, files: list[str]) -> bool:
+    """Whether the pipeline's extract stages take only WARC pages (``rows: html``), for the input check of raw
+    HTML in other files. A WARC file holds HTML pages: without an extract stage the rules would judge markup,
+    so the run is refused (WET files hold text)."""
+    extracts = [s for s in cfg["pipeline"] if isinstance(s, dict) and s.get("stage") == "extract"]
+    warcs = [f for f in files if f.lower().endswith(WARC_HTML_SUFFIXES)]
+    if warcs and not extracts:
         more = f" (and {len(warcs) - 1} more)" if len(warcs) > 1 else ""
         raise RunError(f"{warcs[0]}{more} is a WARC file of HTML pages and the pipeline has no extract stage: "
                        "run with --config crawl (rules/crawl.yaml), or set extract.enabled: true")
+    return bool(extracts) and all(s.get("rows", "html") == "html" for s in extracts)
 
 
 def _refuse_output_in_input_folder(out: str, specs: list[str]) -> None:
@@ -328,14 +333,13 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
     if not files:
         raise RunError(f"no input files found in {', '.join(map(str, inputs))} "
                        "(looked for .parquet, .jsonl, .jsonl.gz, .jsonl.zst, .warc, .warc.gz, .wet.gz)")
-    _refuse_html_without_extract(cfg, files)
+    html_rows = _extract_rows(cfg, files)
     try:
         fp = fingerprint(cfg, files)
     except OSError as exc:
         raise RunError(f"cannot read an input: {exc}") from None
     from dataclean.exec import sanity  # every input mis-read (text in another column...): stop before any work
-    sanity.check_first_batches(files, sanity.mapping_of(cfg))
-    sanity.check_html_rows(files, sanity.mapping_of(cfg), cfg)
+    sanity.check_first_batches(files, sanity.mapping_of(cfg), html_rows=html_rows)
     if publish:
         _check_destination(publish, fp, fresh)
     _check_output_folder(output, files, fp, fresh)

@@ -5,6 +5,9 @@ that is not JSON Lines) must not "succeed" with nothing kept.
   the ordinary readers; a file whose first batch is all bad records of one cause is then read on, and if every
   record of it is bad for that cause the run stops with :class:`InputSanityError` — one line naming the file,
   the cause, the file's columns and the flag to pass. A file with a good record is never stopped;
+* the same read of the first batches, when the pipeline's ``extract`` stage takes only WARC pages
+  (``rows: html``): a JSONL/Parquet input that is mostly raw HTML without HTML meta stops the run in one line
+  naming ``extract.rows: all``;
 * :func:`check_pass1` (after pass 1, before the global step): the same from the per-file counts, for a file
   whose every record turned out bad;
 * :func:`mostly_bad_warning` (the end of a run): a run in which one cause makes more than half of all records
@@ -20,15 +23,19 @@ import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dataclean.exec.errors import RunError
 from dataclean.io.readers import ColumnMapping, ReadChunk, read_shard, text_column_hint
+from dataclean.io.warc import HTML_META_PATTERN, is_warc
 
 #: Records read from each input by the driver's check (a batch; the readers' batch size for this read).
 FIRST_BATCH_ROWS = 256
 #: Records whose columns are looked at to name the file's columns and suggest the text column.
 SAMPLE_RECORDS = 256
+#: Pages of raw HTML start like this (after blanks); a record whose text does is counted as a page.
+_HTML_START = r"^\s*<(?:!doctype\s+html|html|head|body)\b"
 
 
 class InputSanityError(RunError):
@@ -121,17 +128,29 @@ def _all_bad_kind(chunk: ReadChunk) -> str | None:
     return kinds.pop() if len(kinds) == 1 else None
 
 
-def _first_batch(index: int, path: str, mapping: ColumnMapping) -> tuple[str, list[dict]] | None:
-    """(cause, sample records) when the first batch of ``path`` is all bad records of one cause."""
+def _first_batch(index: int, path: str, mapping: ColumnMapping, html_rows: bool = False
+                 ) -> tuple[tuple[str, list[dict]] | None, tuple[int, int] | None]:
+    """Of the first batch of ``path``: (cause, sample records) when it is all bad records of one cause, else
+    None; and with ``html_rows``, (records of raw HTML, records) when no record's meta marks an HTML page
+    (:data:`dataclean.io.warc.HTML_META_PATTERN`), else None."""
     reader = read_shard(path, index, mapping, FIRST_BATCH_ROWS)
     try:
         chunk = next(reader, None)
     except Exception:  # noqa: BLE001 - an unreadable file is pass 1's to report (exit 1), not this check's
-        return None
+        return None, None
     finally:
         reader.close()
-    kind = _all_bad_kind(chunk) if chunk is not None else None
-    return (kind, _records(chunk.bad.column("raw").to_pylist()[:SAMPLE_RECORDS])) if kind else None
+    if chunk is None:
+        return None, None
+    kind = _all_bad_kind(chunk)
+    verdict = (kind, _records(chunk.bad.column("raw").to_pylist()[:SAMPLE_RECORDS])) if kind else None
+    html = None
+    docs = chunk.docs
+    if html_rows and docs.num_rows and not pc.any(pc.match_substring_regex(docs.column("meta"),
+                                                                           HTML_META_PATTERN)).as_py():
+        pages = pc.sum(pc.match_substring_regex(docs.column("text"), _HTML_START, ignore_case=True)).as_py() or 0
+        html = (pages, docs.num_rows)
+    return verdict, html
 
 
 def _every_record_bad(index: int, path: str, mapping: ColumnMapping, kind: str) -> bool:
@@ -148,15 +167,25 @@ def _every_record_bad(index: int, path: str, mapping: ColumnMapping, kind: str) 
         reader.close()
 
 
-def check_first_batches(files: list[str], mapping: ColumnMapping, threads: int = 4) -> None:
+def check_first_batches(files: list[str], mapping: ColumnMapping, threads: int = 4, html_rows: bool = False) -> None:
     """Raise :class:`InputSanityError` for the first input (in input order) whose every record is a bad record
     of one cause. Reads the first batch of each file; only a file whose first batch is all bad of one cause
-    is read further (until a record that is not)."""
+    is read further (until a record that is not).
+
+    ``html_rows`` (the pipeline's extract stage takes only rows whose meta says HTML, i.e. WARC pages): then
+    also for the first JSONL/Parquet input whose first batch is mostly raw HTML with no such meta, which the
+    stage would pass through for the rules to judge as markup; the fix is ``extract.rows: all``."""
     with ThreadPoolExecutor(max(1, min(threads, len(files)))) as pool:
-        verdicts = list(pool.map(_first_batch, range(len(files)), files, [mapping] * len(files)))
-    for index, (path, verdict) in enumerate(zip(files, verdicts)):
+        firsts = list(pool.map(_first_batch, range(len(files)), files, [mapping] * len(files),
+                               [html_rows and not is_warc(f) for f in files]))
+    for index, (path, (verdict, _)) in enumerate(zip(files, firsts)):
         if verdict is not None and _every_record_bad(index, path, mapping, verdict[0]):
             raise InputSanityError(all_bad_message(path, verdict[0], verdict[1], mapping))
+    for path, (_, html) in zip(files, firsts):
+        if html is not None and 2 * html[0] > html[1]:
+            raise InputSanityError(
+                f"{path}: {html[0]} of its first {html[1]} records are raw HTML, and extract takes only "
+                "WARC pages (rows whose meta says text/html): set extract.rows: all to extract every row")
 
 
 def _read_bad(files: list[str], columns: list[str]):
@@ -220,40 +249,3 @@ def mostly_bad_warning(output: str, mapping: ColumnMapping) -> str | None:
     hint = _hint(kind, names, chars, mapping)
     return (f"{n:,} of {total:,} records ({100 * n / total:.0f}%) are bad records: {describe(kind, mapping)}"
             + (f"; {hint}" if hint else ""))
-
-
-#: Pages of raw HTML start like this (after blanks); a record whose text does is counted as a page.
-_HTML_START = r"^\s*<(?:!doctype\s+html|html|head|body)\b"
-
-
-def check_html_rows(files: list[str], mapping: ColumnMapping, cfg: dict) -> None:
-    """With an ``extract`` stage that takes only the rows whose meta says HTML (``rows: html``, for WARC
-    pages), raise :class:`InputSanityError` for a JSONL/Parquet input whose first batch is mostly raw HTML
-    without such meta: the stage would pass it through and the rules would judge markup."""
-    import pyarrow.compute as pc
-
-    from dataclean.io.warc import is_warc
-
-    stages = [s for s in cfg["pipeline"] if isinstance(s, dict) and s.get("stage") == "extract"]
-    if not stages or any(s.get("rows", "html") != "html" for s in stages):
-        return
-    for index, path in enumerate(files):
-        if is_warc(path):
-            continue
-        reader = read_shard(path, index, mapping, FIRST_BATCH_ROWS)
-        try:
-            chunk = next(reader, None)
-        except Exception:  # noqa: BLE001 - an unreadable file is pass 1's to report
-            continue
-        finally:
-            reader.close()
-        if chunk is None or not chunk.docs.num_rows:
-            continue
-        docs = chunk.docs
-        html = pc.sum(pc.match_substring_regex(docs.column("text"), _HTML_START, ignore_case=True)).as_py() or 0
-        marked = pc.sum(pc.fill_null(pc.match_substring(docs.column("meta"), '"content_type": "text/html'),
-                                     False)).as_py() or 0
-        if 2 * html > docs.num_rows and not marked:
-            raise InputSanityError(
-                f"{path}: {html} of its first {docs.num_rows} records are raw HTML, and extract takes only "
-                "WARC pages (rows whose meta says text/html): set extract.rows: all to extract every row")

@@ -27,11 +27,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataclean.io.warc import HTML_META_PATTERN
 from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, batch_text, with_columns
 from dataclean.text.html_extract import DEFAULT_KEEP, KEEP_KINDS, Extractor
-
-#: A row is a page when its meta has one of these content types (the WARC reader writes sorted-key JSON).
-_HTML_META = r'"content_type": "(?:text/html|application/xhtml\+xml|application/xhtml)"'
 
 
 class Extract(Stage):
@@ -76,7 +74,7 @@ class Extract(Stage):
         if "meta" not in batch.schema.names:
             return np.zeros(0, np.int64)
         meta = batch.column("meta")
-        hit = pc.fill_null(pc.match_substring_regex(meta, _HTML_META), False)
+        hit = pc.fill_null(pc.match_substring_regex(meta, HTML_META_PATTERN), False)
         return np.flatnonzero(hit.to_numpy(zero_copy_only=False))
 
     def apply(self, batch: pa.RecordBatch) -> StageResult:
@@ -101,15 +99,12 @@ class Extract(Stage):
         urls = batch.column("url").take(pa.array(rows)).to_pylist() if "url" in batch.schema.names \
             else [None] * len(rows)
         extract = self._extractor.extract
-        new = text.to_pylist() if len(rows) < n else [None] * n
-        for i, page, url, big in zip(rows.tolist(), sub.to_pylist(), urls, too_large[rows].tolist()):
-            main = "" if big else extract(page, url)
-            new[i] = main
-            out_chars[i] = len(main)
+        mains = ["" if big else extract(page, url) for page, url, big in zip(sub.to_pylist(), urls, too_large[rows])]
+        out_chars[rows] = [len(m) for m in mains]
         ratio[rows] = np.where(html_chars[rows] > 0, out_chars[rows] / np.maximum(html_chars[rows], 1), 0.0)
         mask = ~is_page
         signals = {
-            "text": pa.array(new, pa.string()),
+            "text": pc.replace_with_mask(text, pa.array(is_page), pa.array(mains, pa.string())),
             "extract_html_chars": pa.array(html_chars, pa.int64(), mask=mask),
             "extract_chars": pa.array(out_chars, pa.int64(), mask=mask),
             "extract_ratio": pa.array(ratio, pa.float64(), mask=mask),
