@@ -36,8 +36,6 @@ class _Commands(click.Group):
         return super().get_command(ctx, name)
 
 
-
-
 def _config_path(ctx, param, value):
     """A config file, or one shipped in the rules folder by name (``--config crawl`` is rules/crawl.yaml)."""
     if value is None:
@@ -48,6 +46,7 @@ def _config_path(ctx, param, value):
     if not os.path.isfile(found):
         raise click.BadParameter(f"no file {value!r} (and no {value!r} among the shipped configs in rules/)")
     return str(found)
+
 
 @click.group(cls=_Commands)
 @click.version_option(package_name="dataclean")
@@ -119,7 +118,8 @@ def run(inputs, output, work_dir, config_path, workers, executor, ray_address, f
     for stage, n in summary.removed_by_stage.items():
         click.echo(f"  removed by {stage}: {n}")
         if stage == "url_filter" and summary.url_blocked_by_category:
-            click.echo("    by category: " + ", ".join(f"{k} {v:,}" for k, v in summary.url_blocked_by_category.items()))
+            click.echo("    by category: "
+                       + ", ".join(f"{k} {v:,}" for k, v in summary.url_blocked_by_category.items()))
     for row in summary.mixture:
         click.echo(f"  mixture {row['source']}: {row['achieved_tokens']:,} of {row['target_tokens']:,} target tokens "
                    f"(weight {row['achieved_weight']:.3f} vs {row['target_weight']:.3f}, "

@@ -142,9 +142,9 @@ def _items_per_benchmark(out: str) -> dict[str, int]:
         con.close()
 
 
-def _skipped(ok: list[dict], key: str = "skipped_records") -> dict[str, int]:
-    """A per-task count summed over the tasks: records of the inputs that are not documents (WARC requests,
-    non-HTML responses...) by kind, or ``url_blocked_by_category``."""
+def _sum_counts(ok: list[dict], key: str) -> dict[str, int]:
+    """The per-task counts under ``key`` summed over the tasks (``skipped_records``: records of the inputs that
+    are not documents, by kind; ``url_blocked_by_category``), sorted by name."""
     total: dict[str, int] = {}
     for p in ok:
         for k, v in (p.get(key) or {}).items():
@@ -212,8 +212,8 @@ def _summary(removed: pa.Table, kept: pa.Table, stages: list[str], pass1: list[d
         "kept": n_kept,
         "removed": n_removed,
         "bad_records": sum(p["bad_records"] for p in ok),
-        "skipped_records": _skipped(ok),
-        "url_blocked_by_category": _skipped(ok, "url_blocked_by_category"),
+        "skipped_records": _sum_counts(ok, "skipped_records"),
+        "url_blocked_by_category": _sum_counts(ok, "url_blocked_by_category"),
         "kept_chars": sum(kept.column("chars").to_pylist()),
         "kept_tokens": sum(kept.column("tokens").to_pylist()),
         "output_docs": sum(kept.column("output_docs").to_pylist()),  # kept + a mixture's repeated copies

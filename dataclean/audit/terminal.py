@@ -97,24 +97,24 @@ def render_stats(stats: dict, con: Console | None = None) -> None:
         cols = ["step", "stage", "docs in", "removed", "docs out", "tokens in", "tokens removed", "tokens out"]
         t = _table("funnel (all sources)", cols, set(cols) - {"stage"})
         for r in stats["funnel"]:
-            t.add_row(str(r["step"]), Text(str(r["stage"])), num(r["docs_in"]), num(r["docs_removed"]), num(r["docs_out"]),
-                      num(r["tokens_in"]), num(r["tokens_removed"]), num(r["tokens_out"]))
+            t.add_row(str(r["step"]), Text(str(r["stage"])), num(r["docs_in"]), num(r["docs_removed"]),
+                      num(r["docs_out"]), num(r["tokens_in"]), num(r["tokens_removed"]), num(r["tokens_out"]))
         con.print(t)
 
     if stats["removals"]:
         cols = ["stage", "rule", "docs", "chars", "tokens", "% of docs", "% of tokens"]
         t = _table("removed by stage × rule (share of the input)", cols, set(cols) - {"stage", "rule"})
         for r in stats["removals"]:
-            t.add_row(Text(str(r["stage"])), Text(str(r["rule"])), num(r["docs"]), num(r["chars"]), num(r["tokens"]),
-                      pct(r["share_docs"]), pct(r["share_tokens"]))
+            t.add_row(Text(str(r["stage"])), Text(str(r["rule"])), num(r["docs"]), num(r["chars"]),
+                      num(r["tokens"]), pct(r["share_docs"]), pct(r["share_tokens"]))
         con.print(t)
 
     if stats["sources"]:
         cols = ["source", "lang", "input", "kept", "removed", "% kept", "kept tokens", "removed tokens"]
         t = _table("per source and language", cols, set(cols) - {"source", "lang"})
         for r in stats["sources"]:
-            t.add_row(Text(str(r["source"])), Text(str(r["lang"])), num(r["input"]), num(r["kept"]), num(r["removed"]),
-                      pct(r["kept"] / r["input"] if r["input"] else None), num(r["kept_tokens"]),
+            t.add_row(Text(str(r["source"])), Text(str(r["lang"])), num(r["input"]), num(r["kept"]),
+                      num(r["removed"]), pct(r["kept"] / r["input"] if r["input"] else None), num(r["kept_tokens"]),
                       num(r["removed_tokens"]))
         con.print(t)
 

@@ -67,14 +67,14 @@ def overview(run: Run) -> str:
     if failed:
         html += f'<div class="card bad"><div class="v">{len(failed)}</div><div class="k">unreadable inputs</div></div>'
     html = f'<div class="cards">{html}</div>'
-    skipped = s.get("skipped_records") or {}
-    if skipped:  # crawl files: records that are not documents are counted, not read (dataclean/io/warc.py)
-        html += (f"<p>{esc(num(sum(skipped.values())))} records of the inputs are not documents and were skipped: "
-                 + ", ".join(f"{esc(k)} {esc(num(v))}" for k, v in skipped.items()) + ".</p>")
-    blocked = s.get("url_blocked_by_category") or {}
-    if blocked:  # url_filter (dataclean/stages/url_filter.py): removals by the category of the domain list
-        html += (f"<p>{esc(num(sum(blocked.values())))} records were removed by their URL's domain, by category: "
-                 + ", ".join(f"{esc(k)} {esc(num(v))}" for k, v in blocked.items()) + ".</p>")
+    # crawl files: records that are not documents are counted, not read (dataclean/io/warc.py); url_filter's
+    # removals by the category of the domain list (dataclean/stages/url_filter.py)
+    for key, words in (("skipped_records", "records of the inputs are not documents and were skipped:"),
+                       ("url_blocked_by_category", "records were removed by their URL's domain, by category:")):
+        counts = s.get(key) or {}
+        if counts:
+            html += (f"<p>{esc(num(sum(counts.values())))} {words} "
+                     + ", ".join(f"{esc(k)} {esc(num(v))}" for k, v in counts.items()) + ".</p>")
     return html
 
 

@@ -18,8 +18,9 @@ from dataclean.stages.runs import LongTokens, RepetitionRuns
 from dataclean.stages.spam import SeoSpam
 from dataclean.stages.url_filter import UrlFilter
 
-STAGE_CLASSES = (UrlFilter, Extract, Normalize, LangID, Garbled, RepetitionRuns, LongTokens, GopherRepetition, GopherQuality, SeoSpam,
-                 WordLists, C4, FineWebQuality, PIIMask, Decontaminate, QualityScore, ExactDedup, MinHashDedup, QualityFilter)
+STAGE_CLASSES = (UrlFilter, Extract, Normalize, LangID, Garbled, RepetitionRuns, LongTokens, GopherRepetition,
+                 GopherQuality, SeoSpam, WordLists, C4, FineWebQuality, PIIMask, Decontaminate, QualityScore,
+                 ExactDedup, MinHashDedup, QualityFilter)
 REGISTRY: dict[str, type[Stage]] = {cls.kind: cls for cls in STAGE_CLASSES}
 
 __all__ = ["Check", "Decisions", "RuleSpec", "Stage", "StageResult", "with_columns", "content_hash",

@@ -3,7 +3,8 @@ on Common Crawl) or resiliparse's ``extract_plain_text`` in main-content mode (B
 
 ``keep`` says which kinds of content stay in the text; what is not kept is pruned from the page first:
 
-* ``code``: ``<pre>`` blocks (inline ``<code>`` in prose always stays), as preformatted text (both extractors keep their line breaks);
+* ``code``: ``<pre>`` blocks, as preformatted text (both extractors keep their line breaks); inline ``<code>``
+  in prose always stays;
 * ``tables``: cell text (trafilatura writes ``| a | b |`` rows, resiliparse tab-separated cells);
 * ``math``: MathML and MathJax as TeX. trafilatura writes a ``<math alttext>`` as ``\\(TeX\\)`` itself; for
   resiliparse, which would write MathML's rendering glyphs (``x2`` for x²), the TeX of ``alttext`` or of a
