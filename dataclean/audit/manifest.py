@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import platform
 import time
 
@@ -26,6 +27,26 @@ def versions() -> dict:
 def rules_digest() -> str:
     from dataclean.exec.runner import rules_digest as digest
     return digest()
+
+
+#: The folders of a run's products whose files the manifest lists with their sizes.
+PRODUCT_FOLDERS = ("data", "rejected", "stats", "dedup")
+
+
+def output_files(lay: Layout) -> dict[str, int]:
+    """``{"data/part-00000-00000.parquet": size, ...}``: every finished file of the products' folders (what a
+    rerun of the finished run checks is still there, whole)."""
+    from dataclean.io.fs import is_unfinished
+
+    out = {}
+    for name in PRODUCT_FOLDERS:
+        for folder, dirs, files in os.walk(lay.p(name)):
+            dirs.sort()
+            for f in sorted(files):
+                if not is_unfinished(f):
+                    path = os.path.join(folder, f)
+                    out[os.path.relpath(path, lay.root).replace(os.sep, "/")] = os.path.getsize(path)
+    return out
 
 
 def write_manifest(lay: Layout, cfg: dict, fingerprint: str, pass1: list[dict], timings: dict,
@@ -53,6 +74,7 @@ def write_manifest(lay: Layout, cfg: dict, fingerprint: str, pass1: list[dict], 
         "executor": executor,
         "workers": workers,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "outputs": output_files(lay),
     }
     write_json_atomic(manifest, lay.manifest)
     return manifest

@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from dataclean.audit.tables import sql_string
 from dataclean.exec.layout import Layout
+from dataclean.io.writers import tmp_name
 
 #: Bits of a score's key that make its histogram bucket: sign, 11 exponent bits and 8 mantissa bits, so
 #: a bucket spans 1/256 of a binade (scores in [0.5, 1) fall in 256 buckets of width 1/512).
@@ -169,7 +170,7 @@ def map_task_empty(kind: str) -> pa.Table:
 def removals_so_far(con, lay: Layout, name: str) -> str:
     """Write the doc_keys of the ``removals`` table, sorted, for the map tasks of stage ``name``; its path."""
     path = lay.p("_work", "global", f"removed-{name}.parquet")
-    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
+    tmp = tmp_name(path)
     con.execute(f"COPY (SELECT doc_key FROM removals ORDER BY doc_key) TO {sql_string(tmp)} "
                 "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 65536)")
     os.replace(tmp, path)

@@ -26,7 +26,7 @@ from dataclean.exec import aggregate, shuffle
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.layout import Layout
 from dataclean.exec.local import LocalExecutor
-from dataclean.io.writers import write_json_atomic
+from dataclean.io.writers import tmp_name, write_json_atomic
 
 REMOVAL_COLUMNS = "doc_key, stage, rule, reason, value, threshold, detail, dup_of"
 
@@ -158,7 +158,7 @@ def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerpr
         for stage in pipeline.global_stages:
             if hasattr(stage, "write_final_artifacts"):  # e.g. what a later run dedups against
                 stage.write_final_artifacts(ctx, "final")
-    tmp = lay.removals + ".tmp"
+    tmp = tmp_name(lay.removals)
     con.execute(f"COPY (SELECT * FROM removals ORDER BY doc_key) TO {sql_string(tmp)} "
                 f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 65536)")
     con.close()

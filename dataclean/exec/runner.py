@@ -23,12 +23,13 @@ from dataclean.exec.failpoints import failpoint
 from dataclean.exec.global_step import global_step
 from dataclean.exec.layout import OWNED_ENTRIES, Layout, load_marker
 from dataclean.exec.local import LocalExecutor, prestart
+from dataclean.exec.lock import LOCK_FILE, RunLock
 from dataclean.exec.shuffle import clear_candidates
 from dataclean.exec.tasks import TaskSpec, pass1_task, pass2_task, pipeline_for, remember_pipeline
 from dataclean.io import fs as iofs
 from dataclean.io.readers import discover_inputs
 from dataclean.io.warc import WARC_HTML_SUFFIXES
-from dataclean.io.writers import tmp_name, write_errors, write_json_atomic
+from dataclean.io.writers import write_errors, write_json_atomic
 
 
 @dataclass
@@ -137,42 +138,75 @@ def _refuse_output_in_input_folder(out: str, specs: list[str]) -> None:
                            "input by the next run: choose an output folder outside the inputs")
 
 
-def _check_output_folder(out: str, inputs: list[str], fp: str, fresh: bool) -> None:
+def _local_output(path: str) -> str | None:
+    """The local folder of an output or input named as a path or a ``file://`` URI; None for other URIs."""
+    return iofs._local_path(path) if iofs.is_uri(path) else path
+
+
+def _check_output_folder(out: str, inputs: list[str]) -> None:
+    """Refuse an output folder that holds or is an input, is a file, or is a foreign non-empty folder
+    (checked before the run locks the folder, so that a refused folder is left as it was)."""
     out_abs = os.path.realpath(out)
     for path in inputs:
-        if iofs.is_uri(path):
+        local = _local_output(path)
+        if local is None:
             continue
-        p = os.path.realpath(path)
+        p = os.path.realpath(local)
         if p == out_abs or p.startswith(out_abs + os.sep):
             raise RunError(f"input {path} lies inside the output folder {out}; choose another output folder")
         if os.path.dirname(p) == out_abs:
             raise RunError(f"output folder {out} is an input folder; choose another output folder")
-    lay = Layout(out)
     if not os.path.exists(out):
         return
     if not os.path.isdir(out):
         raise RunError(f"output {out} exists and is not a folder")
-    entries = [e for e in os.listdir(out) if e != os.path.basename(tmp_name(lay.owner))]  # killed at birth
-    if not entries:
-        return
-    if not os.path.exists(lay.owner):
+    if _run_entries(out) and not os.path.exists(Layout(out).owner):
         raise RunError(f"output folder {out} is not empty and was not written by dataclean; "
                        "refusing to write into it (choose an empty or new folder)")
-    if fresh:
-        for name in OWNED_ENTRIES:
-            path = lay.p(name)
-            if os.path.isdir(path):
-                shutil.rmtree(path)
-            elif os.path.exists(path):
-                os.remove(path)
-        return
-    with open(lay.owner, encoding="utf-8") as fh:
-        owner = json.load(fh)
-    if owner.get("fingerprint") != fp:
-        raise RunError(f"output folder {out} holds a run with a different configuration, different inputs "
-                       "or another version of dataclean "
-                       f"(fingerprint {owner.get('fingerprint', '?')[:12]} vs {fp[:12]}). "
-                       "Use --fresh to discard it and start over, or choose another output folder.")
+
+
+def _run_entries(out: str) -> list[str]:
+    """The entries of ``out`` besides its lock file and unfinished temporary files (a run killed at birth
+    leaves only those)."""
+    return [e for e in os.listdir(out) if e != LOCK_FILE and not iofs.is_unfinished(e)]
+
+
+def _claim_output_folder(out: str, fp: str, fresh: bool) -> None:
+    """Under the run's lock: start over with ``fresh``, else refuse a run of another fingerprint; then remove
+    the temporary files killed writers left (no other writer can be at work now)."""
+    lay = Layout(out)
+    if _run_entries(out) and os.path.exists(lay.owner):
+        if fresh:
+            for name in OWNED_ENTRIES:
+                path = lay.p(name)
+                if os.path.isdir(path):
+                    shutil.rmtree(path)
+                elif os.path.exists(path):
+                    os.remove(path)
+        else:
+            with open(lay.owner, encoding="utf-8") as fh:
+                owner = json.load(fh)
+            if owner.get("fingerprint") != fp:
+                raise RunError(f"output folder {out} holds a run with a different configuration, different "
+                               "inputs or another version of dataclean "
+                               f"(fingerprint {owner.get('fingerprint', '?')[:12]} vs {fp[:12]}). "
+                               "Use --fresh to discard it and start over, or choose another output folder.")
+    _remove_temporaries(out)
+
+
+def _remove_temporaries(out: str) -> None:
+    """Delete the ``.NAME.tmp-*`` files of writers that were killed, in ``out`` and the folders dataclean owns
+    (each writer names its own temporary file, so a killed one's is not overwritten by the rerun)."""
+    roots = [out] + [os.path.join(out, name) for name in OWNED_ENTRIES if os.path.isdir(os.path.join(out, name))]
+    for root in roots:
+        walk = os.walk(root) if root != out else [(out, [], os.listdir(out))]
+        for folder, _, names in walk:
+            for name in names:
+                if iofs.is_unfinished(name):
+                    try:
+                        os.remove(os.path.join(folder, name))
+                    except OSError:
+                        pass
 
 
 def with_dedup_against(cfg: dict, folders: list[str]) -> dict:
@@ -323,6 +357,8 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
     elif work_dir:
         raise RunError("--work-dir is for an output URI (s3://...); a local output folder is the run folder")
     _refuse_output_in_input_folder(output, [str(i) for i in inputs])
+    if publish and _local_output(publish) is not None:  # a file:// destination is a local folder too
+        _refuse_output_in_input_folder(_local_output(publish), [str(i) for i in inputs])
     try:
         notes: list[str] = []
         files = discover_inputs([str(i) for i in inputs], notes)
@@ -340,11 +376,21 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
         raise RunError(f"cannot read an input: {exc}") from None
     from dataclean.exec import sanity  # every input mis-read (text in another column...): stop before any work
     sanity.check_first_batches(files, sanity.mapping_of(cfg), html_rows=html_rows)
+    _check_output_folder(output, files)
+    with RunLock(output):  # one run per output folder, until this one returns or dies
+        return _run_locked(cfg, files, output, publish, fp, fresh, started, quiet, executor, workers,
+                           ray_address, html_rows)
+
+
+def _run_locked(cfg: dict, files: list[str], output: str, publish: str | None, fp: str, fresh: bool,
+                started: float, quiet: bool, executor, workers: int, ray_address: str | None,
+                html_rows: bool) -> RunSummary:
+    from dataclean.exec import sanity
+
     if publish:
         _check_destination(publish, fp, fresh)
-    _check_output_folder(output, files, fp, fresh)
+    _claim_output_folder(output, fp, fresh)
     lay = Layout(output)
-    os.makedirs(output, exist_ok=True)
     if not os.path.exists(lay.owner):
         write_json_atomic({"tool": "dataclean", "fingerprint": fp, "config_hash": config_hash(cfg)}, lay.owner)
     if publish:  # marks the destination as this run's from the start (a killed run is resumed, not refused)
@@ -352,9 +398,13 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
 
     final = load_marker(lay, "final")
     if final and final.get("fingerprint") == fp:
-        summary = _summary_from_disk(lay, resumed=len(files) * 2 + 1, started=started)
-        summary.warnings = [w for w in [sanity.mostly_bad_warning(output, sanity.mapping_of(cfg))] if w]
-        return summary
+        missing = _missing_products(lay, cfg)
+        if not missing:
+            summary = _summary_from_disk(lay, resumed=len(files) * 2 + 1, started=started)
+            summary.warnings = [w for w in [sanity.mostly_bad_warning(output, sanity.mapping_of(cfg))] if w]
+            return summary
+        print(f"note: the finished run in {output} lacks {missing}; running it again", file=sys.stderr)
+        shutil.rmtree(os.path.join(lay.work, "markers"), ignore_errors=True)
 
     pipe = pipeline_for(cfg)
     progress = _Progress(quiet)
@@ -468,6 +518,29 @@ def _write_report(output: str) -> None:
         print(f"warning: no report.html: {exc}", file=sys.stderr)
     except ImportError as exc:  # (the charts' matplotlib, imported when the report is drawn)
         print(f"warning: no report.html: {exc} (install it, then run `dataclean report {output}`)", file=sys.stderr)
+
+
+def _missing_products(lay: Layout, cfg: dict) -> str:
+    """What a finished run's folder lacks ("" when whole): manifest.json, stats/summary.json, report.html
+    when the config makes one, and every file the manifest lists under ``outputs`` at its recorded size
+    (a stat each: no file is read)."""
+    try:
+        with open(lay.manifest, encoding="utf-8") as fh:
+            outputs = json.load(fh).get("outputs", {})
+    except (OSError, ValueError):
+        return "manifest.json"
+    wanted = {"stats/summary.json": None, **outputs}
+    if cfg["output"]["report"]:
+        wanted["report.html"] = None
+    for rel, size in sorted(wanted.items()):
+        try:
+            if size is not None and os.path.getsize(lay.p(rel)) != size:
+                return f"{rel} at its size of {size:,} bytes"
+        except OSError:
+            return rel
+        if size is None and not os.path.isfile(lay.p(rel)):
+            return rel
+    return ""
 
 
 def _summary_from_disk(lay: Layout, resumed: int, started: float) -> RunSummary:

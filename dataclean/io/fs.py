@@ -257,8 +257,9 @@ def walk_files(path: str) -> list[str]:
 # Publishing finished local files
 
 
-def _is_temporary(name: str) -> bool:
-    """A file a writer has not finished: ``.NAME.tmp`` or ``.NAME.tmp-PID`` (see dataclean.io.writers)."""
+def is_unfinished(name: str) -> bool:
+    """A file a writer has not finished: ``.NAME.tmp-PID-RANDOM`` (see dataclean.io.writers), or the
+    ``.NAME.tmp`` of an older dataclean."""
     return name.startswith(".") and (name.endswith(".tmp") or ".tmp-" in name)
 
 
@@ -303,7 +304,7 @@ def publish_file(local_path: str, dest: str) -> str:
         _upload(local_path, root.fs, path)
         return dest
     folder, name = path.rsplit("/", 1) if "/" in path else ("", path)
-    tmp = f"{folder}/.{name}.tmp" if folder else f".{name}.tmp"
+    tmp = tmp_name(f"{folder}/{name}" if folder else name)
     if folder:
         root.fs.create_dir(folder, recursive=True)
     try:
@@ -333,7 +334,7 @@ def publish_tree(local_dir: str, dest_dir: str) -> list[str]:
     for folder, dirs, files in os.walk(local_dir):
         dirs.sort()
         rel_folder = os.path.relpath(folder, local_dir)
-        rels.extend(os.path.normpath(os.path.join(rel_folder, f)) for f in files if not _is_temporary(f))
+        rels.extend(os.path.normpath(os.path.join(rel_folder, f)) for f in files if not is_unfinished(f))
     done = []
     for rel in sorted(rels, key=lambda r: r.split(os.sep)):
         done.append(publish_file(os.path.join(local_dir, rel), join(dest_dir, *rel.split(os.sep))))

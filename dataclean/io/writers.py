@@ -1,10 +1,10 @@
 """Writers: Parquet shards with a declared schema, written under a temporary name and renamed when complete.
 
 A reader never sees a half-written file: everything lands under a hidden temporary name in the target folder
-(``.NAME.tmp`` for a single file, ``.NAME.tmp-PID`` for a shard) and is ``os.replace``-d into place after it
-was flushed and fsync-ed. Names are deterministic (``PREFIX-NNNNN``), so a rerun of a task overwrites exactly
-the files it wrote before; a single file's temporary name is deterministic too, so the temporary file a killed
-run left behind is overwritten (and renamed away) by the rerun instead of lingering.
+(``.NAME.tmp-PID-RANDOM``, one per write) and is ``os.replace``-d into place after it was flushed and
+fsync-ed. Final names are deterministic (``PREFIX-NNNNN``), so a rerun of a task overwrites exactly the files
+it wrote before; the temporary files a killed run left behind are removed by the next run of that folder,
+under its lock (:mod:`dataclean.exec.lock`).
 
 A write that fails (disk full, quota, read-only folder, I/O error) removes its temporary files and raises
 :class:`WriteError`, whose message is one line naming the file and the cause: a run stops on it (nothing
@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 from contextlib import contextmanager
 from typing import Iterable
 
@@ -74,6 +75,7 @@ class WriteError(Exception):
 
 
 #: How DuckDB names the file it could not write, and why, inside its (JSON-ish) error message.
+_TMP_NAME = re.compile(r"\.(?P<name>.+)\.tmp(-\d+-[0-9a-f]+)?")
 _DUCKDB_FILE = re.compile(r'Could not write file \\?"(?P<path>[^"\\]+)\\?": (?P<cause>[^"\\,}]+)')
 
 
@@ -84,9 +86,9 @@ def write_error(path: str, exc: BaseException) -> WriteError:
         cause = os.strerror(exc.errno)
     elif m := _DUCKDB_FILE.search(str(exc)):
         path, cause = m["path"], m["cause"].strip()
-        if path.endswith(".tmp"):
+        if m2 := _TMP_NAME.fullmatch(os.path.basename(path)):
             _remove_quietly(path)  # DuckDB's COPY target: half-written
-            path = path[: -len(".tmp")]
+            path = os.path.join(os.path.dirname(path), m2["name"])
     else:
         lines = str(exc).strip().splitlines()
         cause = lines[0] if lines else type(exc).__name__
@@ -124,15 +126,11 @@ def _injected_failure(path: str) -> None:
 
 
 def tmp_name(path: str) -> str:
-    """The temporary name under which ``path`` is written by :func:`atomic_write_table` and
-    :func:`write_json_atomic`."""
+    """A new temporary name for writing ``path``: ``.NAME.tmp-PID-RANDOM`` in the same folder. Every writer (and
+    every write) has its own, so two writers of one file never write into the same temporary file: the last
+    rename wins, and each file a reader sees is one writer's whole file."""
     head, tail = os.path.split(path)
-    return os.path.join(head, f".{tail}.tmp")
-
-
-def _shard_tmp_name(path: str) -> str:
-    head, tail = os.path.split(path)
-    return os.path.join(head, f".{tail}.tmp-{os.getpid()}")
+    return os.path.join(head, f".{tail}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
 
 
 def _fsync_replace(tmp: str, path: str) -> None:
@@ -245,7 +243,7 @@ class ShardWriter:
 
     def _write_file(self, table: pa.Table) -> None:
         final = self._next_final()
-        tmp = _shard_tmp_name(final)
+        tmp = tmp_name(final)
         self._done.append((tmp, final))  # listed first, so that abort() removes a half-written file too
         try:
             with pq.ParquetWriter(tmp, self.schema, **self._options) as writer:

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from dataclean.dedup import minhash
+from dataclean.io.writers import tmp_name
 from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
 
 
@@ -88,7 +89,7 @@ class ExactDedup(Stage):
         as in :meth:`global_removals`)."""
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, "exact_groups.parquet")
-        tmp = path + ".tmp"
+        tmp = tmp_name(path)
         con.execute(f"""
             COPY (SELECT lower(hex(content_hash)) AS content_hash, min(id) AS keep_id, count(*) AS n,
                          list(id ORDER BY id) AS ids
