@@ -21,10 +21,57 @@ from dataclean.rulesfolder import ConfigError, rules_dir  # noqa: F401  (both ar
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+#: Limits on YAML aliases (``*name``), which let a few hundred bytes stand for billions of values (an "alias
+#: bomb"): rules/default.yaml uses 3 aliases and expands to 718 values.
+MAX_YAML_ALIASES = 1_000
+MAX_YAML_VALUES = 1_000_000
+
+
+def _check_aliases(text: str, path) -> None:
+    """Refuse a document with more than :data:`MAX_YAML_ALIASES` aliases, or whose aliases expand it to more
+    than :data:`MAX_YAML_VALUES` values (counted on the composed node graph, where an alias is one shared
+    node: linear in the document's size)."""
+    if "*" not in text:  # no alias can occur
+        return
+    aliases = sum(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=_YAML_LOADER))
+    if aliases > MAX_YAML_ALIASES:
+        raise ConfigError(f"config {path}: {aliases:,} YAML aliases (*name), more than the {MAX_YAML_ALIASES:,} "
+                          "allowed; write the values out")
+    root = yaml.compose(text, Loader=_YAML_LOADER)
+    sizes: dict[int, int] = {}  # id(node) -> values it expands to
+    inside: set[int] = set()  # the nodes whose subtree is being counted
+    stack = [(root, False)] if root is not None else []
+    while stack:  # post-order, each shared node counted once: linear in the document's size
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            inside.discard(key)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in _yaml_children(node))
+            if sizes[key] > MAX_YAML_VALUES:
+                raise ConfigError(f"config {path}: its YAML aliases (*name) expand it to more than "
+                                  f"{MAX_YAML_VALUES:,} values (an alias bomb?); write the values out")
+        elif key not in sizes:
+            if key in inside:
+                raise ConfigError(f"config {path}: a YAML alias (*name) refers to a value that contains it")
+            inside.add(key)
+            stack.append((node, True))
+            stack.extend((c, False) for c in _yaml_children(node) if id(c) not in sizes)
+
+
+def _yaml_children(node) -> list:
+    if isinstance(node, yaml.MappingNode):
+        return [c for pair in node.value for c in pair]
+    return node.value if isinstance(node, yaml.SequenceNode) else []
+
+
 def load_yaml(path: str | os.PathLike) -> dict:
     try:
         with open(path, encoding="utf-8") as fh:
-            data = yaml.load(fh, Loader=_YAML_LOADER)
+            text = fh.read()
+        _check_aliases(text, path)
+        data = yaml.load(text, Loader=_YAML_LOADER)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
@@ -212,6 +259,8 @@ def validate(cfg: dict) -> None:
     for i, spec in enumerate(cfg["pipeline"]):
         if not isinstance(spec, dict) or "stage" not in spec:
             raise ConfigError(f"pipeline[{i}]: each entry must be a mapping with a 'stage' key")
+        for key, (lo, hi, why) in STAGE_SIZE_BOUNDS.get(spec["stage"], {}).items():
+            _check_size(f"pipeline[{i}] ({spec['stage']}).{key}", spec.get(key), lo, hi, why)
         try:
             stage = build_stage(spec)
         except (ValueError, TypeError) as exc:
@@ -225,17 +274,38 @@ def validate(cfg: dict) -> None:
             TokenCounter.from_config(cfg["tokens"])
         except (ValueError, ImportError) as exc:
             raise ConfigError(f"tokens.tokenizer: {exc}") from None
-    out = cfg["output"]
-    for key in ("shard_max_rows", "shard_max_mb", "row_group_rows"):
-        if not isinstance(out[key], int) or out[key] <= 0:
-            raise ConfigError(f"output.{key}: must be a positive integer, got {out[key]!r}")
-    parts = cfg["global"]["partitions"]
-    if not isinstance(parts, int) or isinstance(parts, bool) or not 1 <= parts <= 100_000:
-        raise ConfigError(f"global.partitions: must be an integer from 1 to 100000, got {parts!r}")
-    if not isinstance(cfg["input"]["batch_rows"], int) or cfg["input"]["batch_rows"] <= 0:
-        raise ConfigError("input.batch_rows: must be a positive integer")
+    for dotted, (lo, hi, why) in SIZE_BOUNDS.items():
+        section, key = dotted.split(".")
+        _check_size(dotted, cfg[section][key], lo, hi, why)
     if not isinstance(cfg["input"]["columns"].get("text"), str):
         raise ConfigError("input.columns.text: must name the text column")
+
+
+#: Sizes a config may set, with bounds that keep one run's allocations and file counts sane: (lowest, highest,
+#: what a value above the highest would cost). A value outside is a one-line error naming the key.
+SIZE_BOUNDS = {
+    "input.batch_rows": (1, 1_000_000, "rows held in memory at once per worker"),
+    "output.shard_max_rows": (1, 100_000_000, "rows of one output shard"),
+    "output.shard_max_mb": (1, 1_000_000, "MB of one output shard"),
+    "output.row_group_rows": (1, 10_000_000, "rows of one Parquet row group"),
+    "global.partitions": (1, 100_000, "files per pass-1 task and reduce tasks; fewer are used for small inputs"),
+    "global.duckdb_threads": (1, 1_024, "threads of the global step"),
+}
+#: The same, for stage parameters. MinHash: datatrove (FineWeb) uses 112 permutations and datasketch 128 by
+#: default; each one costs 4 bytes per document in pass 1's files and 8 in memory while hashing, so 100
+#: million of them would ask ~2.9 TiB for 8k documents.
+STAGE_SIZE_BOUNDS = {
+    "minhash_dedup": {"num_perm": (2, 1_024, "4 bytes per document each, in pass 1's files and memory"),
+                      "word_ngram": (1, 64, "shingle width"), "char_ngram": (1, 64, "shingle width"),
+                      "chunk_nodes": (1, 10_000_000, "documents verified in memory at once")},
+}
+
+
+def _check_size(key: str, value, lo: int, hi: int, why: str) -> None:
+    if value is None and key.startswith("pipeline"):  # a stage parameter left to the stage's default
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise ConfigError(f"{key}: must be an integer from {lo:,} to {hi:,} ({why}), got {value!r}")
 
 
 def config_hash(cfg: dict) -> str:

@@ -118,7 +118,8 @@ def test_bad_partition_count_is_a_config_error(tmp_path):
     cfg.write_text("global:\n  partitions: 0\n")
     proc = run_cli("run", SAMPLE, "-o", tmp_path / "out", "--config", cfg, "--quiet")
     assert proc.returncode == 2
-    assert proc.stderr.strip() == "error: global.partitions: must be an integer from 1 to 100000, got 0"
+    assert proc.stderr.strip() == ("error: global.partitions: must be an integer from 1 to 100,000 (files per "
+                                   "pass-1 task and reduce tasks; fewer are used for small inputs), got 0")
 
 
 def test_a_reduce_task_killed_midway_redoes_only_the_kinds_without_a_marker(tmp_path):
