@@ -285,6 +285,7 @@ def validate(cfg: dict) -> None:
 #: what a value above the highest would cost). A value outside is a one-line error naming the key.
 SIZE_BOUNDS = {
     "input.batch_rows": (1, 1_000_000, "rows held in memory at once per worker"),
+    "input.max_record_bytes": (1, 1 << 30, "bytes of one record, held a few times over while it is read"),
     "output.shard_max_rows": (1, 100_000_000, "rows of one output shard"),
     "output.shard_max_mb": (1, 1_000_000, "MB of one output shard"),
     "output.row_group_rows": (1, 10_000_000, "rows of one Parquet row group"),

@@ -380,11 +380,14 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
         _refuse_output_in_input_folder(_local_output(publish), [str(i) for i in inputs])
     try:
         notes: list[str] = []
-        files = discover_inputs([str(i) for i in inputs], notes)
+        unlisted: list[str] = []  # folders that cannot be listed, dangling symlinks...: reported, not skipped
+        files = discover_inputs([str(i) for i in inputs], notes, unlisted)
         for note in notes:  # the same file named twice would be read, and kept, twice
             print(f"note: {note}", file=sys.stderr)
     except (OSError, ValueError) as exc:  # a missing path, an unknown URI scheme, an unreachable store
         raise RunError(str(exc)) from None
+    if not files and unlisted:
+        raise RunError(f"no input file could be read: {'; '.join(unlisted)}")
     if not files:
         raise RunError(f"no input files found in {', '.join(map(str, inputs))} "
                        "(looked for .parquet, .jsonl, .jsonl.gz, .jsonl.zst, .warc, .warc.gz, .wet.gz)")
@@ -397,8 +400,11 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
     sanity.check_first_batches(files, sanity.mapping_of(cfg), html_rows=html_rows)
     _check_output_folder(output, files)
     with RunLock(output):  # one run per output folder, until this one returns or dies
-        return _run_locked(cfg, files, output, publish, fp, fresh, started, quiet, executor, workers,
-                           ray_address, html_rows)
+        summary = _run_locked(cfg, files, output, publish, fp, fresh, started, quiet, executor, workers,
+                              ray_address, html_rows)
+    # (after the run's own failures: each is an input that was not read, `error: cannot read ...`, exit 1)
+    summary.failed_inputs += [{"input": line.rsplit(": ", 1)[0], "error": line} for line in unlisted]
+    return summary
 
 
 def _run_locked(cfg: dict, files: list[str], output: str, publish: str | None, fp: str, fresh: bool,

@@ -48,10 +48,18 @@ def mapping_of(cfg: dict) -> ColumnMapping:
                          lang=cols["lang"], default_source=cfg["input"]["default_source"])
 
 
+#: The cause of a record over ``input.max_record_bytes``: a property of one record, never a sign that the
+#: file is mis-read, so it never stops a run (a file of one huge record is that record's bad_record row).
+OVERSIZED = "record over input.max_record_bytes"
+
+
 def cause_kind(detail: str) -> str:
-    """A bad record's cause without its particulars (where in the line the JSON or the UTF-8 failed)."""
+    """A bad record's cause without its particulars (where in the line the JSON or the UTF-8 failed, the
+    size of an oversized record)."""
     if detail.startswith(("invalid JSON (", "not valid UTF-8 (")):
         return detail.split(" (", 1)[0]
+    if detail.startswith("record of ") and "exceeds input.max_record_bytes" in detail:
+        return OVERSIZED
     return detail
 
 
@@ -125,7 +133,7 @@ def _all_bad_kind(chunk: ReadChunk) -> str | None:
     if chunk.docs.num_rows or chunk.bad is None or not chunk.bad.num_rows:
         return None
     kinds = {cause_kind(d) for d in chunk.bad.column("detail").to_pylist()}
-    return kinds.pop() if len(kinds) == 1 else None
+    return kinds.pop() if len(kinds) == 1 and OVERSIZED not in kinds else None
 
 
 def _first_batch(index: int, path: str, mapping: ColumnMapping, html_rows: bool = False
@@ -209,7 +217,7 @@ def check_pass1(lay, results: list[dict], mapping: ColumnMapping, output: str) -
                 raws += batch.column("raw").to_pylist()[:SAMPLE_RECORDS - len(raws)]
             if len(kinds) > 1:
                 break
-        if len(kinds) == 1:
+        if len(kinds) == 1 and OVERSIZED not in kinds:
             raise InputSanityError(all_bad_message(
                 res["input"], kinds.pop(), _records(raws), mapping,
                 after=f" (and --fresh: {output} holds this stopped run)"))

@@ -21,7 +21,7 @@ from dataclean.exec import shuffle
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.layout import Layout
 from dataclean.io import fs as iofs
-from dataclean.io.readers import ColumnMapping, InputFileError, read_shard
+from dataclean.io.readers import DEFAULT_MAX_RECORD_BYTES, ColumnMapping, InputFileError, read_shard
 from dataclean.io.writers import WORK_CODEC, ShardWriter, WriteError, tmp_name, write_error, write_json_atomic
 from dataclean.pipeline import Pipeline, conform
 from dataclean.stages.base import with_columns
@@ -74,6 +74,11 @@ def _add_counts(total: dict, more: dict) -> None:
         total[k] = total.get(k, 0) + v
 
 
+def _out_of_memory(exc: BaseException) -> bool:
+    """MemoryError (Arrow's too), or DuckDB's out-of-memory error: the worker, not the input, is at fault."""
+    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryException"
+
+
 def pass1_task(spec: TaskSpec) -> dict:
     """Read one input shard, run the pass-1 stages, write survivors and ledger rows for it."""
     started = time.time()
@@ -91,6 +96,7 @@ def pass1_task(spec: TaskSpec) -> dict:
     cols = cfg["input"]["columns"]
     mapping = ColumnMapping(text=cols["text"], id=cols["id"], source=cols["source"], url=cols["url"],
                             lang=cols["lang"], default_source=cfg["input"]["default_source"])
+    max_record_bytes = cfg["input"].get("max_record_bytes", DEFAULT_MAX_RECORD_BYTES)
     records = bad = kept = 0
     by_source: dict[str, int] = {}
     skipped: dict[str, int] = {}  # records that are not documents (WARC requests, images...), by kind
@@ -102,7 +108,8 @@ def pass1_task(spec: TaskSpec) -> dict:
                                                          cfg["global"]["partitions"]))
               for stage in pipe.global_stages if hasattr(stage, "shuffle_rows")]
     try:
-        for chunk in read_shard(spec.input_path, spec.task, mapping, cfg["input"]["batch_rows"]):
+        before = _stat_or_none(spec.input_path)  # what the manifest records: the file as it was when read
+        for chunk in read_shard(spec.input_path, spec.task, mapping, cfg["input"]["batch_rows"], max_record_bytes):
             records += chunk.n_records
             _add_counts(skipped, chunk.skipped)
             nbytes += pc.sum(pc.binary_length(chunk.docs.column("text"))).as_py() or 0
@@ -119,6 +126,7 @@ def pass1_task(spec: TaskSpec) -> dict:
             if "url_blocked_category" in outcome.removed.schema.names and outcome.removed.num_rows:
                 _add_counts(blocked, _value_counts(outcome.removed.column("url_blocked_category").drop_null(), ""))
             kept += outcome.kept.num_rows
+        checksum = _checksum_unchanged(spec.input_path, before)
     except InputFileError as exc:
         docs.abort()
         rejected.abort()
@@ -128,6 +136,10 @@ def pass1_task(spec: TaskSpec) -> dict:
         rejected.abort()
         raise
     except Exception as exc:  # a bug must not sink a days-long run: fail this input, keep the traceback
+        if _out_of_memory(exc):  # not this input's fault: the run stops in one line, the rerun resumes
+            docs.abort()
+            rejected.abort()
+            raise
         docs.abort()
         rejected.abort()
         trace = os.path.join(lay.work, "errors", f"pass1-{spec.task:05d}.txt")
@@ -145,17 +157,52 @@ def pass1_task(spec: TaskSpec) -> dict:
     rejected.commit(write_empty=True)
     for _, writer in keyed:
         writer.commit()
-    size, mtime_ns = iofs.stat(spec.input_path)
+    size, mtime_ns = before  # as it was read (equal to after: checked)
     result = {
         "task": spec.task, "input": spec.input_path, "status": "ok", "records": records, "bad_records": bad,
         "pass1_kept": kept, "pass1_removed": records - kept, "records_by_source": by_source,
         "skipped_records": dict(sorted(skipped.items())), "url_blocked_by_category": dict(sorted(blocked.items())),
-        "text_bytes": nbytes, "size": size, "mtime_ns": mtime_ns, "checksum": iofs.checksum(spec.input_path),
+        "text_bytes": nbytes, "size": size, "mtime_ns": mtime_ns, "checksum": checksum,
         "seconds": round(time.time() - started, 3), "fingerprint": spec.fingerprint,
     }
     write_json_atomic(result, lay.marker(f"pass1-{spec.task:05d}"))
     failpoint(f"pass1-done-{spec.task}")
     return result
+
+
+def _stat_or_none(path: str) -> tuple[int, int] | None:
+    """``(size, mtime_ns)`` of an input, None when it cannot be stat'ed (reading it then says why)."""
+    try:
+        return iofs.stat(path)
+    except (OSError, ValueError):
+        return None
+
+
+def _checksum_unchanged(path: str, before: tuple[int, int] | None) -> str:
+    """The checksum of the input ``path`` just read, after making sure it is still the file of ``before`` (its
+    size and mtime when its read began): else its records and checksum may be of a half-written file (another
+    process writing or appending to it), and :class:`InputFileError` says
+    ``PATH: changed while it was read (size 123 -> 456); rerun when it is complete``."""
+    try:
+        checksum = iofs.checksum(path)
+    except OSError as exc:
+        checksum, error = None, exc
+    after = _stat_or_none(path)
+    if after is None and before is None:
+        raise InputFileError(path, "cannot stat it")
+    if after != before:
+        if after is None:
+            what = "removed"
+        elif before is None:
+            what = f"created, size {after[0]}"
+        elif after[0] != before[0]:
+            what = f"size {before[0]} -> {after[0]}"
+        else:
+            what = f"modified, size {before[0]}"
+        raise InputFileError(path, f"changed while it was read ({what}); rerun when it is complete")
+    if checksum is None:
+        raise InputFileError(path, f"cannot read ({type(error).__name__}: {error})")
+    return checksum
 
 
 def pass2_task(spec: TaskSpec) -> dict:

@@ -9,15 +9,24 @@ Two kinds of failure are kept apart:
 * a *file* that cannot be read (truncated gzip or zstd, bad zstd frame, Parquet without a footer or with
   corrupt pages, no text column, repeated column names) raises :class:`InputFileError` carrying the path
   and a one-line cause. Records read before the failure must be discarded by the caller.
+
+A record larger than ``max_record_bytes`` (``input.max_record_bytes``, default 256 MiB) is a bad record
+``record of N bytes exceeds input.max_record_bytes CAP`` whose ``raw`` is its first ``min(CAP, MAX_RAW_BYTES)``
+bytes (of the line; of the text for Parquet and WARC). A JSONL line over the cap is never held whole: it is
+read up to the cap and the rest of it skipped, decompressing no more than is read (a gzip or zstd bomb
+included). A Parquet row is measured on its batch (the bytes of its string and binary values), a WARC/WET
+document by its text (FastWARC has read it). Its neighbours are read as usual.
 """
 from __future__ import annotations
 
+import errno
 import fnmatch
 import glob
 import gzip
 import io
 import json
 import os
+import stat
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,7 +38,7 @@ import pyarrow.parquet as pq
 import zstandard
 
 from dataclean.io import fs
-from dataclean.io.streams import BlockStream
+from dataclean.io.streams import BlockStream, capped_lines
 from dataclean.io.warc import WARC_SUFFIXES, WarcFileError, read_warc
 from dataclean.schema import DOC_SCHEMA, LEDGER_FIELDS, doc_key
 
@@ -38,6 +47,14 @@ SUPPORTED_SUFFIXES = (".parquet", ".jsonl", ".json", ".ndjson", ".jsonl.gz", ".j
 LEDGER_SCHEMA = pa.schema(LEDGER_FIELDS)
 #: A JSONL chunk is cut when it holds this many bytes of text, whatever its row count.
 MAX_CHUNK_TEXT_BYTES = 64 << 20
+#: ``input.max_record_bytes`` when a config does not say: a record (JSONL line, Parquet row) over it is a bad
+#: record, never read whole. A text column holds at most 2 GiB per batch, a Python str of it several times more.
+DEFAULT_MAX_RECORD_BYTES = 256 << 20
+#: The most bytes of an oversized record kept in its ledger row's ``raw`` (its beginning).
+MAX_RAW_BYTES = 1 << 16
+#: Compressed bytes given to the zstd decompressor at a time: zstd inflates a byte to at most ~32 KiB (a run
+#: of one byte value), so no call makes more than ~64 MiB, whatever the file (a bomb of zeros included).
+ZSTD_FEED_BYTES = 1 << 11
 
 
 class InputFileError(Exception):
@@ -91,7 +108,8 @@ def detect_format(path: str) -> str:
                                ".warc, .warc.gz or .wet.gz)")
 
 
-def discover_inputs(inputs: list[str], notes: list[str] | None = None) -> list[str]:
+def discover_inputs(inputs: list[str], notes: list[str] | None = None,
+                    errors: list[str] | None = None) -> list[str]:
     """Expand files, folders and globs into a sorted, de-duplicated list.
 
     Local files are de-duplicated by their real path: the same file named twice (relative and absolute, or
@@ -101,23 +119,49 @@ def discover_inputs(inputs: list[str], notes: list[str] | None = None) -> list[s
     A folder (recursively) and a glob yield supported files only, skipping names that start with ``.`` or
     ``_``; a file named explicitly is always kept, so that an unsupported one fails loudly when read.
     URIs (``s3://bucket/corpus``, ``s3://bucket/**/*.parquet``, ``file:///…``) follow the same rules, a glob
-    being matched on the listing of its fixed prefix, and come back as URIs with their scheme."""
+    being matched on the listing of its fixed prefix, and come back as URIs with their scheme.
+
+    ``errors`` (a list): what cannot be read below a local folder or glob is not skipped in silence. Each
+    folder that cannot be listed and each input file (a supported, not hidden name) that cannot be read — a
+    dangling symlink, a symlink loop, a file without read permission, a name that is not a regular file —
+    appends one line ``"PATH: cause"`` (cause ``permission denied``, ``dangling symlink``, ``symlink loop``,
+    ``not a regular file``, or the system's message) and is left out of the list; discovery goes on. So does
+    an input named on its own that is a dangling symlink or a loop. Without ``errors``, an unlistable folder
+    is skipped and such entries are listed (they fail when read), as before. An input that does not exist at
+    all (a typo) raises :class:`FileNotFoundError` either way."""
     found: list[str] = []
+    problems: list[str] = []
     for spec in inputs:
         if fs.is_uri(spec):
             found.extend(_discover_uri(spec))
         elif os.path.isdir(spec):
-            for root, dirs, files in os.walk(spec):
-                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-                found.extend(os.path.join(root, f) for f in files
-                             if f.lower().endswith(SUPPORTED_SUFFIXES) and not f.startswith((".", "_")))
+            below = []
+            found.extend(_walk_inputs(spec, below if errors is not None else None))
+            problems.extend(sorted(below, key=_problem_path))
         elif os.path.exists(spec):
             found.append(spec)
+        elif errors is not None and os.path.islink(spec):
+            problems.append(f"{os.path.normpath(spec)}: {_entry_problem(spec, True)}")
         else:
             matches = glob.glob(spec, recursive=True)
-            if not matches:
+            unlistable = _glob_unlistable(spec, spec) if errors is not None else []
+            if not matches and not unlistable:
                 raise FileNotFoundError(f"input not found: {spec}")
-            found.extend(m for m in matches if os.path.isfile(m) and _wanted_match(spec, m))
+            if errors is None:
+                found.extend(m for m in matches if os.path.isfile(m) and _wanted_match(spec, m))
+                continue
+            below = unlistable
+            for m in matches:
+                if not _wanted_match(spec, m) or os.path.isdir(m):
+                    continue
+                cause = _entry_problem(m, os.path.islink(m))
+                if cause is None:
+                    found.append(m)
+                else:
+                    below.append(f"{os.path.normpath(m)}: {cause}")
+            problems.extend(sorted(below, key=_problem_path))
+    if errors is not None:
+        errors.extend(dict.fromkeys(p for p in problems if p not in errors))
     names = sorted({p if fs.is_uri(p) else os.path.normpath(p) for p in found})
     first: dict[str, str] = {}
     out = []
@@ -129,6 +173,101 @@ def discover_inputs(inputs: list[str], notes: list[str] | None = None) -> list[s
             continue
         first[real] = name
         out.append(name)
+    return out
+
+
+def _problem_path(line: str) -> str:
+    """The PATH of a ``"PATH: cause"`` line (they are sorted by it, as the files are)."""
+    return line.rsplit(": ", 1)[0]
+
+
+def _os_cause(exc: OSError, is_link: bool = False) -> str:
+    """The one-line cause of an OSError on an input entry: ``permission denied``, ``dangling symlink``,
+    ``symlink loop``, else the system's message."""
+    if exc.errno == errno.ELOOP:
+        return "symlink loop"
+    if exc.errno == errno.ENOENT and is_link:
+        return "dangling symlink"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    return (exc.strerror or type(exc).__name__).lower()
+
+
+def _entry_problem(path: str, is_link: bool) -> str | None:
+    """Why the input file at ``path`` cannot be read (see :func:`_os_cause`, ``not a regular file``), or None."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return _os_cause(exc, is_link)
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if not os.access(path, os.R_OK):
+        return "permission denied"
+    return None
+
+
+def _walk_inputs(top: str, problems: list[str] | None, files: bool = True) -> list[str]:
+    """The supported, not hidden files below the folder ``top``, as ``os.walk`` finds them (folders named
+    ``.*`` or ``_*`` and symlinks to folders are not entered). With ``problems`` (a list), each folder that
+    cannot be listed and each such file that cannot be read (:func:`_entry_problem`) adds a line to it
+    instead of being skipped (a folder) or listed (a file); ``files=False`` looks at folders only."""
+    found: list[str] = []
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError as exc:
+            if problems is not None:
+                problems.append(f"{os.path.normpath(folder)}: {_os_cause(exc)}")
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith((".", "_")):
+                continue
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if not entry.is_symlink():
+                    stack.append(entry.path)
+                continue
+            if not files or not name.lower().endswith(SUPPORTED_SUFFIXES):
+                continue
+            cause = _entry_problem(entry.path, entry.is_symlink()) if problems is not None else None
+            if cause is None:
+                found.append(entry.path)
+            else:
+                problems.append(f"{os.path.normpath(entry.path)}: {cause}")
+    return found
+
+
+def _glob_unlistable(pattern: str, spec: str) -> list[str]:
+    """``"FOLDER: cause"`` of each folder ``glob.glob(pattern, recursive=True)`` would list and cannot (glob
+    skips those in silence), leaving out folders whose path below the fixed prefix of ``spec`` (the whole
+    glob) has a hidden or ``_`` component: nothing below them would be an input."""
+    dirname, basename = os.path.split(pattern)
+    out = _glob_unlistable(dirname, spec) if dirname != pattern and glob.has_magic(dirname) else []
+    if not glob.has_magic(basename):
+        return out  # matched by name (lexists), not by listing
+    if glob.has_magic(dirname):
+        folders = [d for d in glob.glob(dirname, recursive=True) if os.path.isdir(d)]
+    else:
+        folders = [dirname] if os.path.isdir(dirname or os.curdir) else []
+    for folder in folders:
+        if not _wanted_match(spec, os.path.join(folder, "x.jsonl")):
+            continue
+        if basename == "**":  # every folder below is listed
+            problems: list[str] = []
+            _walk_inputs(folder or os.curdir, problems, files=False)
+            out.extend(sorted(problems, key=_problem_path))
+            continue
+        try:
+            os.scandir(folder or os.curdir).close()
+        except OSError as exc:
+            out.append(f"{os.path.normpath(folder or os.curdir)}: {_os_cause(exc)}")
     return out
 
 
@@ -186,6 +325,12 @@ def _glob_match(pattern: list[str], names: list[str]) -> bool:
 
 # --------------------------------------------------------------------------------------------------------
 # Assembling canonical batches
+
+
+def oversized_detail(size: int, cap: int) -> str:
+    """The ``detail`` of a record over the cap: ``record of 2,300,000,000 bytes exceeds input.max_record_bytes
+    268,435,456``."""
+    return f"record of {size:,} bytes exceeds input.max_record_bytes {cap:,}"
 
 
 def _bad_rows(origin_file: str, rows: list[int], raws: list[bytes], causes: list[str],
@@ -309,7 +454,8 @@ def _safe_meta(meta: dict) -> str | None:
 # Parquet
 
 
-def _read_parquet(path: str, file_index: int, mapping: ColumnMapping, batch_rows: int) -> Iterator[ReadChunk]:
+def _read_parquet(path: str, file_index: int, mapping: ColumnMapping, batch_rows: int,
+                  cap: int) -> Iterator[ReadChunk]:
     source = None
     try:
         if fs.is_uri(path):  # ranged reads, each row group's column chunks fetched together
@@ -339,7 +485,7 @@ def _read_parquet(path: str, file_index: int, mapping: ColumnMapping, batch_rows
                 raise InputFileError(path, f"cannot read Parquet data at row {row0} ({_one_line(exc)})") from None
             if batch is None:
                 return
-            yield _parquet_chunk(path, file_index, _plain_columns(batch, mapping.text), row0, mapping, other)
+            yield _parquet_chunk(path, file_index, _plain_columns(batch, mapping.text), row0, mapping, other, cap)
             row0 += batch.num_rows
     finally:
         pf.close()
@@ -413,14 +559,14 @@ def _is_text_type(t: pa.DataType) -> bool:
 
 
 def _parquet_chunk(path: str, file_index: int, batch: pa.RecordBatch, row0: int, mapping: ColumnMapping,
-                   other: list[str]) -> ReadChunk:
+                   other: list[str], cap: int = DEFAULT_MAX_RECORD_BYTES) -> ReadChunk:
     n = batch.num_rows
     rows = pa.array(range(row0, row0 + n), pa.int64())
-    causes = _parquet_bad_causes(batch, mapping.text)
+    causes = _parquet_bad_causes(batch, mapping.text, cap)
     bad = None
     if causes is not None:
         bad_idx = [i for i, c in enumerate(causes) if c is not None]
-        bad = _parquet_bad_batch(path, batch, bad_idx, [causes[i] for i in bad_idx], row0, mapping)
+        bad = _parquet_bad_batch(path, batch, bad_idx, [causes[i] for i in bad_idx], row0, mapping, cap)
         keep = pa.array([c is None for c in causes])
         batch = batch.filter(keep)
         rows = rows.filter(keep)
@@ -437,17 +583,23 @@ def _parquet_chunk(path: str, file_index: int, batch: pa.RecordBatch, row0: int,
     return ReadChunk(docs=docs, bad=bad, n_records=n)
 
 
-def _parquet_bad_causes(batch: pa.RecordBatch, text_column: str) -> list[str | None] | None:
-    """Per row, why it cannot be used (text not a string, null, or any column not valid UTF-8), or None
-    for a usable row; None when every row of the batch is usable."""
+def _parquet_bad_causes(batch: pa.RecordBatch, text_column: str,
+                        cap: int = DEFAULT_MAX_RECORD_BYTES) -> list[str | None] | None:
+    """Per row, why it cannot be used (text not a string, over the cap, null, or any column not valid UTF-8),
+    or None for a usable row; None when every row of the batch is usable."""
     n = batch.num_rows
     col = batch.column(text_column)
     if not _is_text_type(col.type):
         return [f"text is {col.type}, not a string"] * n
     causes: list[str | None] = [None] * n
+    sizes = _record_bytes(batch)
+    over = pc.greater(sizes, cap)
+    if pc.any(over).as_py():
+        for i, size in zip(pc.indices_nonzero(over).to_pylist(), sizes.filter(over).to_pylist()):
+            causes[i] = oversized_detail(size, cap)
     if col.null_count:
         for i in pc.indices_nonzero(pc.is_null(col)).to_pylist():
-            causes[i] = "text is null"
+            causes[i] = causes[i] or "text is null"
     names = [text_column] + [c for c in batch.schema.names if c != text_column]
     for name in names:
         col = batch.column(name)
@@ -461,6 +613,19 @@ def _parquet_bad_causes(batch: pa.RecordBatch, text_column: str) -> list[str | N
                 causes[i] = "text is not valid UTF-8" if name == text_column else \
                     f"column {name!r} is not valid UTF-8"
     return causes if any(c is not None for c in causes) else None
+
+
+def _record_bytes(batch: pa.RecordBatch) -> pa.Array:
+    """Per row, the bytes of its string and binary values (all top-level string and binary columns; nested
+    columns are not counted). The batch has at least its text column of strings."""
+    total = None
+    for col in batch.columns:
+        t = col.type
+        if _is_text_type(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            lengths = pc.binary_length(col).cast(pa.int64())
+            lengths = pc.fill_null(lengths, 0) if lengths.null_count else lengths
+            total = lengths if total is None else pc.add(total, lengths)
+    return total
 
 
 def _value_is_utf8(col: pa.Array, i: int) -> bool:
@@ -482,9 +647,23 @@ def _safe_value(col: pa.Array, i: int):
         return "<not valid UTF-8>"
 
 
+_OVERSIZED = "record of "  # how oversized_detail begins
+
+
+def _small_value(col: pa.Array, i: int):
+    """:func:`_safe_value` of ``col[i]``, or None when it is a string or binary value of more than
+    :data:`MAX_RAW_BYTES` bytes (a value of an oversized record)."""
+    t = col.type
+    if (_is_text_type(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)) and \
+            (pc.binary_length(col.slice(i, 1))[0].as_py() or 0) > MAX_RAW_BYTES:
+        return None
+    return _safe_value(col, i)
+
+
 def _parquet_bad_batch(path: str, batch: pa.RecordBatch, bad_idx: list[int], causes: list[str], row0: int,
-                       mapping: ColumnMapping) -> pa.RecordBatch:
-    """Ledger rows for unusable Parquet rows. ``raw`` is the text's bytes when they are not valid UTF-8,
+                       mapping: ColumnMapping, cap: int = DEFAULT_MAX_RECORD_BYTES) -> pa.RecordBatch:
+    """Ledger rows for unusable Parquet rows. ``raw`` is the text's bytes when they are not valid UTF-8, its
+    first ``min(cap, MAX_RAW_BYTES)`` bytes for a record over the cap (whose values are not made Python objects),
     otherwise the record as JSON (invalid strings in it written with ``\\xNN`` escapes)."""
     text = batch.column(mapping.text)
     raw_text = text.view(pa.binary() if pa.types.is_string(text.type) else pa.large_binary()) \
@@ -492,11 +671,15 @@ def _parquet_bad_batch(path: str, batch: pa.RecordBatch, bad_idx: list[int], cau
     names = batch.schema.names
     raws, ids, sources = [], [], []
     for i, cause in zip(bad_idx, causes):
-        record = {name: _safe_value(batch.column(name), i) for name in names}
-        if cause == "text is not valid UTF-8":
-            raws.append(raw_text[i].as_py())
+        if cause.startswith(_OVERSIZED):  # no value made a Python object: the id and source, if small
+            record = {name: _small_value(batch.column(name), i) for name in (mapping.id, mapping.source)
+                      if name and name in names}
+            raw = pc.binary_slice(raw_text.slice(i, 1), 0, min(cap, MAX_RAW_BYTES))[0].as_py() or b""
         else:
-            raws.append(json.dumps(record, ensure_ascii=False, default=_json_default).encode("utf-8"))
+            record = {name: _safe_value(batch.column(name), i) for name in names}
+            raw = raw_text[i].as_py() if cause == "text is not valid UTF-8" else \
+                json.dumps(record, ensure_ascii=False, default=_json_default).encode("utf-8")
+        raws.append(raw)
         rid = record.get(mapping.id) if mapping.id and mapping.id in names else None
         if rid is not None and not _value_is_utf8(batch.column(mapping.id), i):
             rid = None  # an id that is not valid UTF-8 is not an id: derive one
@@ -522,17 +705,20 @@ class _ZstdRaw(BlockStream):
 
     def _blocks_of(self):
         obj, in_frame = self._dctx.decompressobj(), False
-        for data in self._reads():
-            while data:
-                out = obj.decompress(data)
-                in_frame = True
-                if out:
-                    yield out
-                if obj.eof:
-                    data = obj.unused_data
-                    obj, in_frame = self._dctx.decompressobj(), False
-                else:
-                    data = b""
+        for block in self._reads():
+            block = memoryview(block)
+            for at in range(0, len(block), ZSTD_FEED_BYTES):  # bounded output per call (a bomb inflates ~32768x)
+                data = block[at:at + ZSTD_FEED_BYTES]
+                while data:
+                    out = obj.decompress(data)
+                    in_frame = True
+                    if out:
+                        yield out
+                    if obj.eof:
+                        data = obj.unused_data
+                        obj, in_frame = self._dctx.decompressobj(), False
+                    else:
+                        data = b""
         if in_frame:
             raise EOFError("compressed file ended before the end of a zstd frame (truncated?)")
 
@@ -564,15 +750,18 @@ def _uri_lines(path: str, fmt: str):
 
 
 def _read_jsonl(path: str, fmt: str, file_index: int, mapping: ColumnMapping,
-                batch_rows: int) -> Iterator[ReadChunk]:
+                batch_rows: int, cap: int = DEFAULT_MAX_RECORD_BYTES) -> Iterator[ReadChunk]:
     keys = mapping.mapped()
     state = _JsonlChunk()
     try:
         with _open_lines(path, fmt) as lines:
-            for lineno, line in enumerate(lines):
-                if not line.strip():
+            for lineno, (line, oversized) in enumerate(capped_lines(lines, cap, min(cap, MAX_RAW_BYTES))):
+                if oversized is not None:  # line is its beginning only
+                    state.bad.append((lineno, line, oversized_detail(oversized, cap), None, mapping.default_source))
+                elif not line or line.isspace():
                     continue  # a blank line is not a record (documented: rows count lines, blanks included)
-                state.add(lineno, line, mapping, keys)
+                else:
+                    state.add(lineno, line, mapping, keys)
                 if state.n >= batch_rows or state.text_bytes >= MAX_CHUNK_TEXT_BYTES:
                     yield state.finish(path, file_index, mapping)
                     state = _JsonlChunk()
@@ -677,22 +866,43 @@ class _JsonlChunk:
 # WARC / WET (records parsed in dataclean.io.warc)
 
 
-def _read_warc(path: str, file_index: int, mapping: ColumnMapping, batch_rows: int) -> Iterator[ReadChunk]:
+def _read_warc(path: str, file_index: int, mapping: ColumnMapping, batch_rows: int,
+               cap: int = DEFAULT_MAX_RECORD_BYTES) -> Iterator[ReadChunk]:
     """Crawl records as canonical batches: the id, text and url are the record's, the columns mapping does
-    not apply (a WARC has no columns); ``source`` is ``input.default_source``."""
+    not apply (a WARC has no columns); ``source`` is ``input.default_source``. A document whose text is over
+    ``cap`` bytes is a bad record (it was read whole: FastWARC reads a record at a time)."""
     default = mapping.default_source
     try:
         for part in read_warc(path, batch_rows):
+            _drop_oversized_warc(part, cap)
             docs = _canonical(path, file_index, pa.array(part.rows, pa.int64()), pa.array(part.texts, pa.string()),
                               pa.array(part.ids, pa.string()), None, pa.array(part.urls, pa.string()), None,
                               pa.array(part.metas, pa.string()), default)
             bad = None
             if part.bad:
+                part.bad.sort(key=lambda b: b[0])
                 rows, raws, causes, ids = (list(c) for c in zip(*part.bad))
                 bad = _bad_rows(path, rows, raws, causes, ids, [default] * len(rows))
             yield ReadChunk(docs=docs, bad=bad, n_records=part.n, skipped=part.skipped)
     except WarcFileError as exc:
         raise InputFileError(path, str(exc)) from None
+
+
+def _drop_oversized_warc(part, cap: int) -> None:
+    """Move the documents of a WARC batch whose text has more than ``cap`` UTF-8 bytes to its bad records (a
+    character is 1 to 4 bytes: only texts of more than ``cap // 4`` characters are encoded to be measured)."""
+    big = [i for i, t in enumerate(part.texts) if len(t) > cap // 4]
+    sizes = {i: len(part.texts[i].encode("utf-8", "surrogatepass")) for i in big}
+    over = [i for i in big if sizes[i] > cap]
+    if not over:
+        return
+    keep = min(cap, MAX_RAW_BYTES)
+    for i in over:
+        part.bad.append((part.rows[i], part.texts[i][:keep].encode("utf-8", "surrogatepass")[:keep],
+                         oversized_detail(sizes[i], cap), part.ids[i]))
+    gone = set(over)
+    for name in ("rows", "texts", "ids", "urls", "metas"):
+        setattr(part, name, [v for i, v in enumerate(getattr(part, name)) if i not in gone])
 
 
 def _str_or_none(value) -> str | None:
@@ -708,9 +918,12 @@ def _one_line(exc: BaseException) -> str:
 
 
 def read_shard(path: str, file_index: int, mapping: ColumnMapping | None = None,
-               batch_rows: int = 4096) -> Iterator[ReadChunk]:
+               batch_rows: int = 4096, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Iterator[ReadChunk]:
     """Yield :class:`ReadChunk` s of one input file (a local path or a URI, see :mod:`dataclean.io.fs`); raise
-    :class:`InputFileError` if the file is unreadable."""
+    :class:`InputFileError` if the file is unreadable. A record of more than ``max_record_bytes`` bytes
+    (``input.max_record_bytes``) is a bad record, not read whole (see the module docstring)."""
+    if not isinstance(max_record_bytes, int) or isinstance(max_record_bytes, bool) or max_record_bytes <= 0:
+        raise ValueError(f"max_record_bytes: must be a positive integer, got {max_record_bytes!r}")
     mapping = mapping or ColumnMapping()
     fmt = detect_format(path)
     if fs.is_uri(path):
@@ -723,8 +936,8 @@ def read_shard(path: str, file_index: int, mapping: ColumnMapping | None = None,
     if not is_file:
         raise InputFileError(path, "not a file")
     if fmt == "parquet":
-        yield from _read_parquet(path, file_index, mapping, batch_rows)
+        yield from _read_parquet(path, file_index, mapping, batch_rows, max_record_bytes)
     elif fmt == "warc":
-        yield from _read_warc(path, file_index, mapping, batch_rows)
+        yield from _read_warc(path, file_index, mapping, batch_rows, max_record_bytes)
     else:
-        yield from _read_jsonl(path, fmt, file_index, mapping, batch_rows)
+        yield from _read_jsonl(path, fmt, file_index, mapping, batch_rows, max_record_bytes)

@@ -1,7 +1,9 @@
-"""A raw stream served from a generator of byte blocks (the decompressors of the readers are generators)."""
+"""Streams for the readers: a raw stream served from a generator of byte blocks (the decompressors of the
+readers are generators), and the lines of a stream with a cap on the bytes a line may hold."""
 from __future__ import annotations
 
 import io
+from typing import Iterator
 
 
 class BlockStream(io.RawIOBase):
@@ -47,3 +49,46 @@ class BlockStream(io.RawIOBase):
         if not self.closed:
             self._fh.close()
         super().close()
+
+
+#: Bytes read at a time while the rest of a line longer than the cap is skipped.
+SKIP_BLOCK = 1 << 20
+
+
+def capped_lines(fh, cap: int, keep: int) -> Iterator[tuple[bytes, int | None]]:
+    """The lines of the binary stream ``fh`` (a buffered reader: ``readline(limit)``), with their line ends, as
+    ``(line, None)``; except a line longer than ``cap`` bytes (not counting its ``\\n`` or ``\\r\\n``), which is
+    never held whole: once ``fh`` is read past its end (or to the end of the stream) it comes as ``(its first
+    keep bytes, its length)``. At most ``cap + 2`` bytes of a line are held at once; what is skipped is read
+    ``SKIP_BLOCK`` bytes at a time (a decompressing ``fh`` inflates no more than it is asked for)."""
+    limit = cap + 2
+    while True:
+        line = fh.readline(limit)
+        if not line:
+            return
+        if len(line) <= cap:
+            yield line, None
+            continue
+        if line.endswith(b"\n") or len(line) < limit:  # the whole line, at most cap + 2 bytes
+            size = _without_end(line)
+            yield (line, None) if size <= cap else (line[:keep], size)
+            continue
+        prefix, total, tail = line[:keep], len(line), line[-2:]
+        line = b""  # (let the cap's worth of bytes go before reading on)
+        while True:
+            part = fh.readline(SKIP_BLOCK)
+            if not part:
+                break
+            total += len(part)
+            tail = (tail + part[-2:])[-2:]
+            if part.endswith(b"\n"):
+                break
+        yield prefix, total - (2 if tail == b"\r\n" else 1 if tail.endswith(b"\n") else 0)
+
+
+def _without_end(line: bytes) -> int:
+    """The length of ``line`` without its line end (every trailing ``\\r`` and ``\\n``, as ``rstrip``)."""
+    n = len(line)
+    while n and line[n - 1] in (10, 13):
+        n -= 1
+    return n
