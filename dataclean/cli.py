@@ -1,6 +1,7 @@
 """The ``dataclean`` command: parse, call the library, print."""
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from typing import NoReturn
@@ -12,10 +13,67 @@ import click
 # that the server loads them and the compiled kernels while this process does the same)
 
 
+#: The exit code of a command stopped by Ctrl-C (SIGINT): 128 + 2, as a shell reports it.
+EXIT_INTERRUPTED = 130
+
+
+def _safe(value, line: bool = True):
+    """``value`` (a message with file names and data in it) fit for the terminal: every character that would act
+    on it (escape sequences, bidi controls...) shown as U+FFFD; with ``line``, a newline too
+    (:func:`dataclean.audit.terminal.safe`, the one escaping function of what dataclean prints)."""
+    from dataclean.audit.terminal import safe
+
+    return safe(str(value), line=line)
+
+
+def _echo(message, err: bool = False) -> None:
+    """One line on stdout (``err``: stderr), with the file names and data values in it made safe."""
+    click.echo(_safe(message), err=err)
+
+
+def _echo_json(value, **dumps) -> None:
+    """``value`` as JSON, with the characters that would act on a terminal written as ``\\uXXXX`` escapes
+    (the same JSON values, see :func:`dataclean.audit.terminal.safe_json`)."""
+    import json
+
+    from dataclean.audit.terminal import safe_json
+
+    click.echo(safe_json(json.dumps(value, ensure_ascii=False, **dumps)))
+
+
 def _fail(error, code: int) -> NoReturn:
     """One line on stderr, ``error: ...``, and the exit code (2: cannot start or bad usage, 3: a write failed)."""
-    click.echo(f"error: {error}", err=True)
+    _echo(f"error: {error}", err=True)
     sys.exit(code)
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    """A MemoryError (also Arrow's ArrowMemoryError), or DuckDB's OutOfMemoryException (when DuckDB was
+    imported: otherwise the exception cannot be one of its own)."""
+    if isinstance(exc, MemoryError):
+        return True
+    duckdb = sys.modules.get("duckdb")
+    return duckdb is not None and isinstance(exc, getattr(duckdb, "OutOfMemoryException", ()))
+
+
+def _memory_limit() -> str:
+    """`` (address space limit 1.5 GiB)`` when the process runs under ``ulimit -v``, else ``""``."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError):  # (no resource module: Windows)
+        return ""
+    return "" if soft == resource.RLIM_INFINITY else f"; address space limit {soft / 2 ** 30:.1f} GiB"
+
+
+def _out_of_memory_line(exc: BaseException, ctx: click.Context) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    cause = lines[0] if lines else type(exc).__name__
+    sub = ctx.invoked_subcommand and ctx.command.get_command(ctx, ctx.invoked_subcommand)
+    has_workers = sub is not None and any(p.name == "workers" for p in getattr(sub, "params", []))
+    return (f"error: out of memory ({cause}{_memory_limit()}); "
+            f"{'lower --workers or raise the limit' if has_workers else 'raise the limit'}")
 
 
 class _Commands(click.Group):
@@ -34,6 +92,26 @@ class _Commands(click.Group):
             module, attr = self.lazy[name]
             self.add_command(getattr(importlib.import_module(module), attr), name)
         return super().get_command(ctx, name)
+
+    def invoke(self, ctx):
+        """Every command: Ctrl-C and running out of memory end it with one line, never a traceback. (Click
+        would print ``Aborted!`` and exit 1 on Ctrl-C.) Out of memory exits 2, "could not do its work", as a
+        refused start does; Ctrl-C exits 130, as a shell reports a process ended by SIGINT."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("interrupted; run the same command again to resume", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except Exception as exc:  # (MemoryError is an Exception too)
+            if not _is_out_of_memory(exc):
+                raise
+            message = _out_of_memory_line(exc, ctx)
+        # (printed after the except block: the traceback's frames, which hold what filled the memory, are gone)
+        try:
+            click.echo(_safe(message), err=True)
+        except MemoryError:  # (still: the line without the details, which need an import)
+            click.echo(message.split(" (")[0] + "; " + message.rsplit("; ", 1)[-1], err=True)
+        sys.exit(2)
 
 
 def _config_path(ctx, param, value):
@@ -105,36 +183,50 @@ def run(inputs, output, work_dir, config_path, workers, executor, ray_address, f
         _fail(exc, 2)
     except WriteError as exc:  # disk full, read-only...: nothing half-written is visible; a rerun resumes
         _fail(exc, 3)
+    except OSError as exc:  # one the run did not turn into a WriteError (creating a new output folder...)
+        _fail(_os_error(exc, output), 3 if exc.errno in _WRITE_ERRNOS else 2)
     for failed in summary.failed_inputs:
-        click.echo(f"error: cannot read {failed['error']}", err=True)
-    click.echo(f"{summary.input_records} records in: {summary.kept} kept, {summary.removed} removed "
-               f"({summary.seconds:.1f} s)")
+        _echo(f"error: cannot read {failed['error']}", err=True)
+    _echo(f"{summary.input_records} records in: {summary.kept} kept, {summary.removed} removed "
+          f"({summary.seconds:.1f} s)")
     if summary.skipped_records:  # crawl files: records that are not pages are counted, not read
-        click.echo(f"{sum(summary.skipped_records.values()):,} records skipped, not documents: "
-                   + ", ".join(f"{k} {v:,}" for k, v in summary.skipped_records.items()))
+        _echo(f"{sum(summary.skipped_records.values()):,} records skipped, not documents: "
+              + ", ".join(f"{k} {v:,}" for k, v in summary.skipped_records.items()))
     if summary.sources:  # once, each source the run saw and the kind (rule families) it got
-        click.echo("sources: " + ", ".join(f"{name} = {v['kind']} ({v['input']:,})"
-                                           for name, v in summary.sources.items()))
+        _echo("sources: " + ", ".join(f"{name} = {v['kind']} ({v['input']:,})" for name, v in summary.sources.items()))
     for stage, n in summary.removed_by_stage.items():
-        click.echo(f"  removed by {stage}: {n}")
+        _echo(f"  removed by {stage}: {n}")
         if stage == "url_filter" and summary.url_blocked_by_category:
-            click.echo("    by category: "
-                       + ", ".join(f"{k} {v:,}" for k, v in summary.url_blocked_by_category.items()))
+            _echo("    by category: " + ", ".join(f"{k} {v:,}" for k, v in summary.url_blocked_by_category.items()))
     for row in summary.mixture:
-        click.echo(f"  mixture {row['source']}: {row['achieved_tokens']:,} of {row['target_tokens']:,} target tokens "
-                   f"(weight {row['achieved_weight']:.3f} vs {row['target_weight']:.3f}, "
-                   f"{row['epochs_used']:.2f} epochs)")
+        _echo(f"  mixture {row['source']}: {row['achieved_tokens']:,} of {row['target_tokens']:,} target tokens "
+              f"(weight {row['achieved_weight']:.3f} vs {row['target_weight']:.3f}, {row['epochs_used']:.2f} epochs)")
         if row.get("warning"):
-            click.echo(f"  warning: mixture {row['source']}: {row['warning']}", err=True)
-    click.echo(f"cleaned data: {output}/data/   ledger: {output}/rejected/   stats: {output}/stats/summary.json")
+            _echo(f"  warning: mixture {row['source']}: {row['warning']}", err=True)
+    _echo(f"cleaned data: {output}/data/   ledger: {output}/rejected/   stats: {output}/stats/summary.json")
     if os.path.abspath(summary.output) != os.path.abspath(output):  # an output URI: published from a run folder
-        click.echo(f"run folder (for stats, sql, inspect, report, verify): {summary.output}")
+        _echo(f"run folder (for stats, sql, inspect, report, verify): {summary.output}")
     for warning in getattr(summary, "warnings", []):  # most records bad for one cause (exec/sanity.py)
-        click.echo(f"warning: {warning}", err=True)
+        _echo(f"warning: {warning}", err=True)
     if not summary.verified:
         click.echo("error: the output failed verification (see above)", err=True)
     if summary.failed_inputs or not summary.verified:
         sys.exit(1)
+
+
+#: The errors of a write the file system refused (permissions, a read-only file system, no space or quota).
+_WRITE_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
+
+
+def _os_error(exc: OSError, output: str) -> str:
+    """One line for an OSError that reached the CLI: as a :class:`~dataclean.io.writers.WriteError` says it
+    for a refused write (the file named, the rerun resumes), else the file and the system's reason."""
+    if exc.errno in _WRITE_ERRNOS:
+        from dataclean.io.writers import write_error
+
+        return str(write_error(os.fsdecode(exc.filename or output), exc))
+    cause = os.strerror(exc.errno) if exc.errno else (str(exc) or type(exc).__name__)
+    return f"{os.fsdecode(exc.filename)}: {cause}" if exc.filename else cause
 
 
 @main.command(name="eval")
@@ -158,8 +250,6 @@ def eval_cmd(labels, config_path, workers, text_column, id_column, label_column,
     """Measure the pipeline's decisions against LABELS (files with id, text, label keep/remove; optional lang,
     source): removal precision, recall, good retention, per rule and per language, the quality score's AUC,
     and every misjudged document."""
-    import json
-
     from dataclean.config import ConfigError
     from dataclean.evaluation import LabelColumns, LabelsError, evaluate, format_report, read_labels
     from dataclean.exec.runner import RunError
@@ -171,9 +261,9 @@ def eval_cmd(labels, config_path, workers, text_column, id_column, label_column,
     except (LabelsError, ConfigError, RunError) as exc:
         _fail(exc, 2)
     if fmt == "json":
-        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        _echo_json(report, indent=2)
     else:
-        click.echo(format_report(report))
+        click.echo(_safe(format_report(report), line=False))
 
 
 @main.command()
@@ -189,7 +279,7 @@ def verify(output) -> None:
         return
     click.echo(f"FAILED: {len(report.problems)} problem(s)", err=True)
     for p in report.problems:
-        click.echo(f"  {p}", err=True)
+        _echo(f"  {p}", err=True)
     sys.exit(1)
 
 
@@ -202,7 +292,6 @@ def verify(output) -> None:
 def rules(config_path, decontaminate, fmt) -> None:
     """Print every rule of the pipeline: its signal, thresholds (per language) and the file that sets them."""
     import dataclasses
-    import json
 
     from dataclean.config import ConfigError
     from dataclean.exec.runner import RunError
@@ -213,18 +302,21 @@ def rules(config_path, decontaminate, fmt) -> None:
     except (ConfigError, RunError) as exc:
         _fail(exc, 2)
     if fmt == "json":
-        click.echo(json.dumps([dataclasses.asdict(r) for r in rows], indent=2, ensure_ascii=False))
+        _echo_json([dataclasses.asdict(r) for r in rows], indent=2)
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=f"dataclean rules ({rows[0].file if rows else ''})", show_lines=False)
+    # (names and values from config files go in as Text, never as rich markup)
+    table = Table(title=Text(_safe(f"dataclean rules ({rows[0].file if rows else ''})")), show_lines=False)
     for col in ("stage", "rule", "signal", "compare", "thresholds", "per language", "applies to"):
         table.add_column(col, overflow="fold")
     fmt_d = lambda d: ", ".join(f"{k}={v}" for k, v in d.items())  # noqa: E731
     for r in rows:
         langs = "; ".join(f"{code}: {fmt_d(v)}" for code, v in r.by_lang.items())
-        table.add_row(r.stage, r.rule, r.signal, r.compare, fmt_d(r.thresholds), langs, r.sources)
+        table.add_row(*[Text(_safe(c)) for c in (r.stage, r.rule, r.signal, r.compare, fmt_d(r.thresholds), langs,
+                                                 r.sources)])
     Console(width=200).print(table)
 
 
@@ -233,8 +325,6 @@ def rules(config_path, decontaminate, fmt) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def stats(output, fmt) -> None:
     """Print the key tables of a finished run: summary, funnel, removals by rule, sources, dedup, mixture."""
-    import json
-
     from dataclean.audit.query import QueryError, run_stats
 
     try:
@@ -242,11 +332,17 @@ def stats(output, fmt) -> None:
     except QueryError as exc:
         _fail(exc, 2)
     if fmt == "json":
-        click.echo(json.dumps(result, indent=1, ensure_ascii=False))
+        _echo_json(result, indent=1)
         return
     from dataclean.audit.terminal import render_stats
 
     render_stats(result)
+
+
+def _csv_out(text: str) -> str:
+    """CSV for stdout: on a terminal, with the characters that would act on it shown as U+FFFD; into a pipe or a
+    file, as it is (CSV has no escapes: the data would change)."""
+    return _safe(text, line=False) if sys.stdout.isatty() else text
 
 
 @main.command()
@@ -257,8 +353,6 @@ def stats(output, fmt) -> None:
 @click.option("--views", "show_views", is_flag=True, help="List the views and their columns instead.")
 def sql(output, query, fmt, limit, show_views) -> None:
     """Run one read-only SQL QUERY (DuckDB) over the run's tables: kept, removed, stats, funnel, clusters…"""
-    import json
-
     from dataclean.audit import query as q
 
     try:
@@ -270,15 +364,18 @@ def sql(output, query, fmt, limit, show_views) -> None:
                 render_views(views)
             elif fmt == "csv":
                 rows = [(v["view"], v["rows"], c, t) for v in views for c, t in v["columns"]]
-                click.echo(q.to_csv(q.QueryResult(["view", "rows", "column", "type"], [], rows)), nl=False)
+                click.echo(_csv_out(q.to_csv(q.QueryResult(["view", "rows", "column", "type"], [], rows))), nl=False)
             else:
-                click.echo(json.dumps(views, indent=1, ensure_ascii=False))
+                _echo_json(views, indent=1)
             return
         if not query:
             _fail("give a QUERY (or --views to list the tables)", 2)
         if fmt in ("csv", "json"):
+            from dataclean.audit.terminal import safe_json
+
+            escape = safe_json if fmt == "json" else _csv_out
             try:
-                q.export_query(output, query, fmt, sys.stdout.write, limit)
+                q.export_query(output, query, fmt, lambda text: sys.stdout.write(escape(text)), limit)
             except BrokenPipeError:  # the reader (head, less) stopped early: not an error of ours
                 import os
 
@@ -304,17 +401,23 @@ def sql(output, query, fmt, limit, show_views) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def inspect(output, ids, ids_file, text_file, source, full, fmt) -> None:
     """Why was a document kept or removed: its fate, duplicates, text, anomalies and outlier signals."""
-    import json
-
     from dataclean.audit import inspect as ins
 
+    for i in ids:
+        if not ins.is_unicode(i):  # bytes of the command line that are not UTF-8 (decoded to lone surrogates)
+            _fail(f"--id {i!r} is not valid UTF-8: no document has such an id", 2)
+    if source is not None and not ins.is_unicode(source):
+        _fail(f"--source {source!r} is not valid UTF-8", 2)
     queries = [ins.Query(id=i) for i in ids]
     try:
         if ids_file:
             queries += [ins.Query(id=i) for i in ins.read_ids_file(ids_file)]
         if text_file:
             queries += ins.read_text_file(text_file, source)
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:  # (a file that went away, or a folder, since click checked it)
+        _fail(f"cannot read {os.fsdecode(exc.filename or ids_file or text_file)}: "
+              f"{os.strerror(exc.errno) if exc.errno else exc}", 2)
+    except ins.InspectError as exc:
         _fail(exc, 2)
     if not queries:
         _fail("give --id, --ids-file or --text-file", 2)
@@ -325,14 +428,13 @@ def inspect(output, ids, ids_file, text_file, source, full, fmt) -> None:
     if fmt == "json":
         from dataclean.audit.query import plain_value
 
-        click.echo(json.dumps(plain_value(result), indent=1, ensure_ascii=False))
+        _echo_json(plain_value(result), indent=1)
     else:
         from dataclean.audit.terminal import render_inspect
 
         render_inspect(result)
     if result["not_found"]:
-        click.echo(f"error: {len(result['not_found'])} id(s) not found: {', '.join(result['not_found'][:10])}",
-                   err=True)
+        _echo(f"error: {len(result['not_found'])} id(s) not found: {', '.join(result['not_found'][:10])}", err=True)
         sys.exit(1)
 
 
@@ -342,16 +444,20 @@ def inspect(output, ids, ids_file, text_file, source, full, fmt) -> None:
               help="Where to write the page (default: OUTPUT/report.html).")
 def report(output, path) -> None:
     """Write report.html for a run's OUTPUT folder: one self-contained page, readable offline."""
+    from dataclean.exec.errors import RunError
+    from dataclean.exec.lock import RunLock
     from dataclean.io.writers import WriteError
-    from dataclean.report import ReportError, write_report
+    from dataclean.report import ReportError, check_finished, write_report
 
     try:
-        written = write_report(output, path)
-    except ReportError as exc:
+        with RunLock(output, create=False, hint=", then `dataclean report`"):  # no run at work meanwhile
+            check_finished(output)  # (a run's own report.html is written before it is finished: not through here)
+            written = write_report(output, path)
+    except (ReportError, RunError) as exc:
         _fail(exc, 2)
     except WriteError as exc:  # as for `run`: the page could not be written (disk full, read-only folder)
         _fail(exc, 3)
-    click.echo(f"report: {written}")
+    _echo(f"report: {written}")
 
 
 @main.command()
@@ -379,15 +485,15 @@ def compare(reference, candidate, output, gates_path, sample, seed, config_path)
         _fail(exc, 2)
     for side in ("reference", "candidate"):
         s = result[side]
-        click.echo(f"{side}: {s['sampled']:,} of {s['records']:,} documents sampled from {s['input']}")
+        _echo(f"{side}: {s['sampled']:,} of {s['records']:,} documents sampled from {s['input']}")
     n_fail = len(result["failed"])
     click.echo(f"gates: {len(result['gates']) - n_fail} passed, {n_fail} failed "
                f"({result['seconds']['total']:.1f} s)")
     for g in result["gates"]:
         if not g["passed"]:
             value = "not measured" if g["value"] is None else f"{g['value']:.4g}"
-            click.echo(f"FAIL {g['gate']}: {value} (bound {g['op']} {g['bound']:g}; {g['what']})")
-    click.echo(f"results: {output}/compare.html  {output}/compare.json")
+            _echo(f"FAIL {g['gate']}: {value} (bound {g['op']} {g['bound']:g}; {g['what']})")
+    _echo(f"results: {output}/compare.html  {output}/compare.json")
     if n_fail:
         sys.exit(1)
 
@@ -436,9 +542,9 @@ def export_cmd(output, export_dir, tokenizer, fmt, eod_token, workers, fresh, qu
         _fail(exc, 2)
     except WriteError as exc:
         _fail(exc, 3)
-    click.echo(f"{summary.docs:,} documents, {summary.tokens:,} tokens ({summary.seconds:.1f} s): "
-               + ", ".join(f"{export_dir}/{f}" for f in summary.files))
-    click.echo(f"next: dataclean trace {export_dir} --step S --global-batch-size B --seq-len L")
+    _echo(f"{summary.docs:,} documents, {summary.tokens:,} tokens ({summary.seconds:.1f} s): "
+          + ", ".join(f"{export_dir}/{f}" for f in summary.files))
+    _echo(f"next: dataclean trace {export_dir} --step S --global-batch-size B --seq-len L")
 
 
 @main.command()
@@ -467,8 +573,6 @@ def trace(export_dir, samples, step, gbs, seq_len, shuffle_seed, megatron_cache,
       dataclean trace out-tokens/ --step 1200 --global-batch-size 512 --megatron-cache ckpt/cache/GPTDataset_indices
     Exit codes: 0 done; 2 bad usage or a position out of range.
     """
-    import json
-
     import numpy as np
 
     from dataclean.export.trace import TraceError, read_token_file, render, trace as run_trace
@@ -491,8 +595,7 @@ def trace(export_dir, samples, step, gbs, seq_len, shuffle_seed, megatron_cache,
     if fmt == "json":
         from dataclean.audit.query import plain_value
 
-        click.echo(json.dumps(plain_value(result), indent=1, ensure_ascii=False, default=lambda o: o.item()
-                              if isinstance(o, np.generic) else str(o)))
+        _echo_json(plain_value(result), indent=1, default=lambda o: o.item() if isinstance(o, np.generic) else str(o))
     else:
         render(result)
 

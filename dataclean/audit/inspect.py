@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataclean.audit.query import is_unicode, not_unicode_path
 from dataclean.audit.tables import (VIEWS, connect, kept_records_filter, sql_string, table_files, view_columns,
                                     views_of)
 
@@ -79,32 +80,48 @@ class InspectError(Exception):
 
 # --- reading the queries ------------------------------------------------------------------------------------
 
+def _lines(path: str):
+    """(line number, line without its line end) of a UTF-8 text file; an :class:`InspectError` naming the line
+    of the first bytes that are not UTF-8."""
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                yield n, raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as exc:
+                raise InspectError(f"{path} line {n}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                                   f"{exc.start + 1}: {exc.reason})") from None
+
+
 def read_ids_file(path: str) -> list[str]:
     """One id per line; blank lines are skipped, surrounding whitespace is not part of an id."""
-    with open(path, encoding="utf-8") as fh:
-        return [ln.strip() for ln in fh if ln.strip()]
+    return [ln.strip() for _, ln in _lines(path) if ln.strip()]
 
 
 def read_text_file(path: str, source: str | None = None) -> list[Query]:
     """One document per line: a JSON object with a ``text`` field (and optionally ``source``), or else the
-    line itself (without its line end) is the text."""
+    line itself (without its line end) is the text. A line that is JSON too deeply nested to read, or whose
+    text or source is not Unicode (a lone surrogate such as ``"\\ud800"``), is an :class:`InspectError`."""
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            text, src = line, source
-            if line.lstrip().startswith("{"):
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError:
-                    obj = None
-                if isinstance(obj, dict) and isinstance(obj.get("text"), str):
-                    text = obj["text"]
-                    if src is None and isinstance(obj.get("source"), str):
-                        src = obj["source"]
-            out.append(Query(text=text, source=src, line=n))
+    for n, line in _lines(path):
+        if not line.strip():
+            continue
+        text, src = line, source
+        if line.lstrip().startswith("{"):
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                obj = None
+            except RecursionError:  # valid JSON, perhaps, but nested deeper than Python's json reads
+                raise InspectError(f"{path} line {n}: JSON nested too deeply to read") from None
+            if isinstance(obj, dict) and isinstance(obj.get("text"), str):
+                text = obj["text"]
+                if src is None and isinstance(obj.get("source"), str):
+                    src = obj["source"]
+        for what, value in (("text", text), ("source", src)):
+            if value is not None and not is_unicode(value):
+                raise InspectError(f"{path} line {n}: the {what} is not valid Unicode (a lone surrogate, such as "
+                                   "the JSON escape \\ud800 without its pair)")
+        out.append(Query(text=text, source=src, line=n))
     return out
 
 
@@ -116,6 +133,8 @@ class Run:
     def __init__(self, out: str):
         if not os.path.isdir(out):
             raise InspectError(f"{out} is not a folder")
+        if not is_unicode(out):
+            raise InspectError(not_unicode_path(out))
         if not any(table_files(out, v) for v in VIEWS):
             raise InspectError(f"{out} has no data/, rejected/, stats/ or dedup/ tables: not a dataclean output")
         self.out = out
@@ -579,5 +598,5 @@ def inspect_error(exc: BaseException) -> str:
     return msg[0] if msg else type(exc).__name__
 
 
-__all__ = ["Query", "InspectError", "inspect_documents", "read_ids_file", "read_text_file", "percentile_of",
-           "rare_script_share", "script_counts"]
+__all__ = ["Query", "InspectError", "inspect_documents", "is_unicode", "read_ids_file", "read_text_file",
+           "percentile_of", "rare_script_share", "script_counts"]

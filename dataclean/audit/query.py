@@ -26,6 +26,9 @@ from dataclean.audit.tables import VIEWS, connect, table_files, view_columns, vi
 
 #: Rows printed by ``--format table`` when no ``--limit`` is given.
 TABLE_DEFAULT_LIMIT = 100
+#: The most rows DuckDB is asked for at once (its ``fetchmany`` takes a 64-bit size): a larger ``--limit``
+#: means every row, as no result has more.
+MAX_FETCH = 2 ** 62
 ALLOWED_STATEMENTS = {"SELECT"}
 _EXPLAIN = re.compile(r"^\s*EXPLAIN(\s+ANALYZE)?\b", re.I)
 
@@ -43,6 +46,21 @@ class QueryResult:
     notes: list[str] = field(default_factory=list)
 
 
+def is_unicode(s: str) -> bool:
+    """False for a string with a lone surrogate: not Unicode text (a JSON ``"\\ud800"``, or bytes of the
+    command line or of a file name that are not UTF-8, which Python decodes to lone surrogates). DuckDB and
+    Arrow take only Unicode, and no document of a run can hold such a string."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def not_unicode_path(path: str) -> str:
+    return f"{path!r}: a path that is not valid UTF-8 cannot be opened by DuckDB; rename it (or link to it)"
+
+
 def one_line(exc: BaseException) -> str:
     """DuckDB messages span lines (a caret under the SQL); the first line says what is wrong."""
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
@@ -51,6 +69,8 @@ def one_line(exc: BaseException) -> str:
 
 def check_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
     """Raise :class:`QueryError` unless ``sql`` is exactly one read-only statement."""
+    if not is_unicode(sql):
+        raise QueryError("the query is not valid UTF-8 (bytes of the command line that are not UTF-8)")
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as exc:
@@ -73,6 +93,8 @@ def open_run(out: str) -> tuple[duckdb.DuckDBPyConnection, dict]:
     be opened (view -> message)."""
     if not os.path.isdir(out):
         raise QueryError(f"{out} is not a folder")
+    if not is_unicode(out):
+        raise QueryError(not_unicode_path(out))
     extra = None
     meta = os.path.join(out, "export.json")
     if os.path.isfile(meta):  # an export folder: its sidecar (export_docs) next to the tables of its run
@@ -112,9 +134,11 @@ def run_query(out: str, sql: str, limit: int | None = None) -> QueryResult:
                 rows = cursor.fetchall()
                 truncated = False
             else:
-                rows = cursor.fetchmany(limit + 1)
+                rows = cursor.fetchmany(min(limit + 1, MAX_FETCH))
                 truncated = len(rows) > limit
                 rows = rows[:limit]
+        except duckdb.OutOfMemoryException:  # not the query's fault: the CLI says so for every command
+            raise
         except duckdb.Error as exc:
             raise _failed(exc, con, errors) from None
     finally:
@@ -145,6 +169,8 @@ def export_query(out: str, sql: str, fmt: str, write, limit: int | None = None, 
                         "\n" + json.dumps({c: plain_value(v) for c, v in zip(columns, r)}, ensure_ascii=False)
                         for r in rows))
                 n += len(rows)
+        except duckdb.OutOfMemoryException:  # not the query's fault: the CLI says so for every command
+            raise
         except duckdb.Error as exc:
             raise _failed(exc, con, errors) from None
         if fmt == "json":

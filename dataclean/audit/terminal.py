@@ -1,39 +1,54 @@
-"""Rich rendering of ``dataclean stats``, ``sql`` and ``inspect`` for the terminal.
+"""Rich rendering of ``dataclean stats``, ``sql`` and ``inspect`` for the terminal, and :func:`safe`, the one
+escaping function of every data value and file name dataclean prints.
 
 Numbers are printed with thousands separators (``1,686``); shares as percentages. When stdout is not a
-terminal (a pipe, a test) the console is 160 columns wide and prints no colour codes.
+terminal (a pipe, a test) the console is 160 columns wide and prints no colour codes. (rich is imported by
+the functions that draw: :func:`safe` is also what an error line is made of, printed when memory ran out.)
 """
 from __future__ import annotations
 
 import json
 
-from rich import box
-from rich.console import Console, Group
-from rich.markup import escape
-from rich.panel import Panel
-from rich.table import Table
-from rich.text import Text
-
 CELL_CHARS = 120  # longest string cell of an sql result table; csv/json print everything
 
 
-# Control characters in data (ESC sequences, CR, BEL ...) would act on the terminal: shown as U+FFFD instead.
-_TERMINAL_CONTROLS = {c: "\ufffd" for c in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]}
+# Characters that act on a terminal instead of being shown, all shown as U+FFFD: the C0 controls but tab and
+# newline (ESC starts every CSI ``ESC [`` and OSC ``ESC ]`` sequence; BEL, BS, CR rewrite), DEL and the C1
+# controls (U+0080-U+009F: CSI and OSC in one character for a terminal that reads them), the bidi controls
+# (U+202A-U+202E embeddings and overrides, U+2066-U+2069 isolates, U+200E/U+200F marks, U+061C: they reorder
+# what follows: U+202E then ``gpj.exe`` shows as ``exe.jpg``), and lone surrogates (not Unicode: a file name
+# of bytes that are not UTF-8 is decoded to them, and printing one would fail).
+UNSAFE = frozenset([*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0), 0x061C, 0x200E, 0x200F,
+                    *range(0x202A, 0x202F), *range(0x2066, 0x206A), *range(0xD800, 0xE000)])
+_TERMINAL_CONTROLS = {c: "\ufffd" for c in UNSAFE}
+_ONE_LINE = {**_TERMINAL_CONTROLS, ord("\n"): "\ufffd"}
+_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in UNSAFE}
 
 
-def safe(value):
-    """``value`` with every string in it (also inside lists, tuples and dicts) free of control characters
-    other than newline and tab, so that data printed to a terminal cannot retitle, clear or rewrite it."""
+def safe(value, line: bool = False):
+    """``value`` with every string in it (also inside lists, tuples and dicts) free of the characters that act
+    on a terminal (:data:`UNSAFE`: controls other than newline and tab, bidi controls, lone surrogates), each
+    shown as U+FFFD, so that data and file names printed to a terminal cannot retitle, clear, rewrite or
+    reorder it. ``line=True``: a newline too, for a message that must stay one line."""
     if isinstance(value, str):
-        return value.translate(_TERMINAL_CONTROLS)
+        return value.translate(_ONE_LINE if line else _TERMINAL_CONTROLS)
     if isinstance(value, dict):
-        return {safe(k): safe(v) for k, v in value.items()}
+        return {safe(k, line): safe(v, line) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(safe(v) for v in value)
+        return type(value)(safe(v, line) for v in value)
     return value
 
 
+def safe_json(text: str) -> str:
+    """JSON text (from ``json.dumps``) with each :data:`UNSAFE` character written as its ``\\uXXXX`` escape:
+    the same JSON values (nothing is replaced), none of them raw on the terminal. (Outside strings JSON is
+    ASCII without controls, so every such character is inside a string, where the escape means itself.)"""
+    return text.translate(_JSON_ESCAPES)
+
+
 def console() -> Console:
+    from rich.console import Console
+
     con = Console()
     if not con.is_terminal:
         con = Console(width=160, no_color=True, highlight=False)
@@ -61,6 +76,9 @@ def pct(v) -> str:
 
 
 def _table(title: str, columns: list[str], numeric: set[str] | None = None, split_headers: bool = False) -> Table:
+    from rich import box
+    from rich.table import Table
+
     t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAVY, show_lines=False, pad_edge=False)
     for c in columns:
         header = c.replace("_", "\n") if split_headers else c
@@ -76,6 +94,8 @@ def _table(title: str, columns: list[str], numeric: set[str] | None = None, spli
 def render_stats(stats: dict, con: Console | None = None) -> None:
     """Data values (stage, rule, source, lang and mixture names come from configs and inputs) go in as rich
     ``Text``, never as markup: a source named ``[/]`` or ``[link=…]`` prints as itself."""
+    from rich.text import Text
+
     stats = safe(stats)
     con = con or console()
     s = stats["summary"]
@@ -137,13 +157,15 @@ def render_stats(stats: dict, con: Console | None = None) -> None:
         for r in rows:
             t.add_row(*[num(r[c]) if c not in text_cols else Text("" if r[c] is None else str(r[c])) for c in cols])
         con.print(t)
-    for note in stats.get("notes", []):
-        con.print(f"note: {escape(note)}")
+    for note in safe(stats.get("notes", []), line=True):
+        con.print(Text(f"note: {note}"))
 
 
 # --- sql ----------------------------------------------------------------------------------------------------
 
 def render_query(result, con: Console | None = None) -> None:
+    from rich.text import Text
+
     from dataclean.audit.query import plain_value
 
     con = con or console()
@@ -180,17 +202,19 @@ def render_query(result, con: Console | None = None) -> None:
         con.print(t)
     more = " (more rows: use --limit N)" if result.truncated else ""
     con.print(f"{len(result.rows):,} row{'s' if len(result.rows) != 1 else ''}{more}")
-    for note in result.notes:
-        con.print(f"note: {escape(note)}")
+    for note in safe(result.notes, line=True):
+        con.print(Text(f"note: {note}"))
 
 
 def render_views(views: list[dict], con: Console | None = None) -> None:
+    from rich.text import Text
+
     views = safe(views)
     con = con or console()
     t = _table("views", ["view", "rows", "files", "columns"], {"rows", "files"})
     for v in views:
         cols = ", ".join(f"{c} {ty}" for c, ty in v["columns"]) if not v.get("error") else f"ERROR: {v['error']}"
-        t.add_row(v["view"], num(v["rows"]), num(v["files"]), Text(cols))
+        t.add_row(Text(v["view"]), num(v["rows"]), num(v["files"]), Text(cols))
     con.print(t)
 
 
@@ -218,6 +242,11 @@ def _fate_text(d: dict) -> str:
 
 
 def render_inspect(result: dict, con: Console | None = None) -> None:
+    from rich.console import Group
+    from rich.markup import escape
+    from rich.panel import Panel
+    from rich.text import Text
+
     result = safe(result)
     con = con or console()
     for d in result["documents"]:
@@ -282,8 +311,8 @@ def render_inspect(result: dict, con: Console | None = None) -> None:
         body = Text(text if text is not None else "(no text)")
         if d.get("text_truncated"):
             body.append(f"\n… ({d['text_chars']:,} characters; --full for all)", style="italic")
-        title = f"{d['query']}"
+        title = safe(f"{d['query']}", line=True)
         con.print(Panel(Group(meta, Panel(body, title="text", title_align="left")), title=escape(title),
                         title_align="left"))
     for label in result["not_found"]:
-        con.print(f"not found: {escape(label)} (neither kept nor removed in this run)")
+        con.print(Text(f"not found: {safe(label, line=True)} (neither kept nor removed in this run)"))

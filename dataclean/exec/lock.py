@@ -30,8 +30,11 @@ LOCK_FILE = ".dataclean-run.lock"
 class RunLock:
     """The lock of the output folder ``folder``, held from :meth:`acquire` until :meth:`release` (or exit)."""
 
-    def __init__(self, folder: str):
-        self.folder = folder
+    def __init__(self, folder: str, create: bool = True, hint: str = ", or choose another output folder"):
+        """``create``: make the folder and the lock file when missing (a run); else lock only a folder that
+        has one (``dataclean report``: a folder no run locked has no run to wait for). ``hint`` ends the
+        line of a refusal."""
+        self.folder, self.create, self.hint = folder, create, hint
         self.path = os.path.join(folder, LOCK_FILE)
         self._fd: int | None = None
 
@@ -40,6 +43,8 @@ class RunLock:
         process holds the lock, and :class:`~dataclean.io.writers.WriteError` when the folder or the lock
         file cannot be created (a read-only parent, no space)."""
         try:
+            if not self.create and not os.path.isfile(self.path):
+                return self
             os.makedirs(self.folder, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as exc:
@@ -53,7 +58,7 @@ class RunLock:
             holder = _read_holder(fd)
             os.close(fd)
             raise RunError(f"output folder {self.folder} is in use by another dataclean run{holder}; wait for it "
-                           "to finish, or choose another output folder") from None
+                           f"to finish{self.hint}") from None
         except OSError as exc:  # a file system without locks (some network mounts)
             os.close(fd)
             raise RunError(f"cannot lock the output folder {self.folder}: {os.strerror(exc.errno or 0)} "

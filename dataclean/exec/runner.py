@@ -383,7 +383,7 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
         unlisted: list[str] = []  # folders that cannot be listed, dangling symlinks...: reported, not skipped
         files = discover_inputs([str(i) for i in inputs], notes, unlisted)
         for note in notes:  # the same file named twice would be read, and kept, twice
-            print(f"note: {note}", file=sys.stderr)
+            _say(f"note: {note}")
     except (OSError, ValueError) as exc:  # a missing path, an unknown URI scheme, an unreachable store
         raise RunError(str(exc)) from None
     if not files and unlisted:
@@ -428,7 +428,7 @@ def _run_locked(cfg: dict, files: list[str], output: str, publish: str | None, f
             summary = _summary_from_disk(lay, resumed=len(files) * 2 + 1, started=started)
             summary.warnings = [w for w in [sanity.mostly_bad_warning(output, sanity.mapping_of(cfg))] if w]
             return summary
-        print(f"note: the finished run in {output} lacks {missing}; running it again", file=sys.stderr)
+        _say(f"note: the finished run in {output} lacks {missing}; running it again")
         shutil.rmtree(os.path.join(lay.work, "markers"), ignore_errors=True)
 
     cfg = scaled_partitions(cfg, files)
@@ -524,7 +524,7 @@ def _run_locked(cfg: dict, files: list[str], output: str, publish: str | None, f
         write_json_atomic({"fingerprint": fp, "finished": time.time()}, lay.marker("final"))
         shutil.rmtree(os.path.join(lay.work, "pass1"), ignore_errors=True)
     elif not report.ok:
-        print("verify: " + "; ".join(report.problems), file=sys.stderr)
+        _say("verify: " + "; ".join(report.problems))
     summary = _summary_from_disk(lay, resumed=resumed, started=started)
     summary.verified = report.ok
     summary.failed_inputs = [{"input": f["input"], "error": f["error"]} for f in failed]
@@ -541,9 +541,9 @@ def _write_report(output: str) -> None:
     try:
         write_report(output)
     except ReportError as exc:
-        print(f"warning: no report.html: {exc}", file=sys.stderr)
+        _say(f"warning: no report.html: {exc}")
     except ImportError as exc:  # (the charts' matplotlib, imported when the report is drawn)
-        print(f"warning: no report.html: {exc} (install it, then run `dataclean report {output}`)", file=sys.stderr)
+        _say(f"warning: no report.html: {exc} (install it, then run `dataclean report {output}`)")
 
 
 def _missing_products(lay: Layout, cfg: dict) -> str:
@@ -567,6 +567,13 @@ def _missing_products(lay: Layout, cfg: dict) -> str:
         if size is None and not os.path.isfile(lay.p(rel)):
             return rel
     return ""
+
+
+def _say(line: str) -> None:
+    """One line on stderr, with the file names and values in it made safe for a terminal."""
+    from dataclean.audit.terminal import safe
+
+    print(safe(line, line=True), file=sys.stderr)
 
 
 def _summary_from_disk(lay: Layout, resumed: int, started: float) -> RunSummary:

@@ -19,11 +19,46 @@ from dataclean.report.page import esc, page
 from dataclean.report.queries import RunTables, read_json
 from dataclean.report.thresholds import thresholds_from_config
 
-__all__ = ["ReportError", "render_report", "write_report"]
+__all__ = ["ReportError", "check_finished", "render_report", "write_report"]
 
 
 class ReportError(Exception):
     """The folder is not the output of a finished run."""
+
+
+def check_finished(output_dir: str) -> None:
+    """Raise :class:`ReportError` when ``output_dir`` holds a dataclean run that is not finished, so that
+    ``dataclean report`` does not write a page of half a run into it. (The run writes its own report.html
+    before it is finished, with :func:`write_report`, which does not check.)
+
+    Finished: ``manifest.json`` (written after pass 2 and stats) and the final marker
+    ``_work/markers/final.json`` of the same fingerprint; or ``manifest.json`` naming an input that could
+    not be read (such a run never gets the final marker: the same command gives the same run); or
+    ``manifest.json`` without ``_work/`` (a run published to a destination, or copied without its work
+    folder). A folder that holds no run at all is left to :func:`render_report` to refuse. (The caller holds
+    the folder's lock, :mod:`dataclean.exec.lock`, so that no run is at work in it meanwhile.)"""
+    from dataclean.exec.layout import Layout, load_marker
+
+    lay = Layout(output_dir)
+    if not (os.path.exists(lay.owner) or os.path.isdir(lay.work)):
+        return  # not a run folder: render_report says what is missing
+    manifest = read_json(lay.manifest)
+    if isinstance(manifest, dict):
+        final = load_marker(lay, "final")
+        if final and final.get("fingerprint") in (None, manifest.get("fingerprint")):
+            return
+        if any(i.get("status") != "ok" for i in manifest.get("inputs") or []) or not os.path.isdir(lay.work):
+            return
+        from dataclean.audit.verify import verify
+
+        problems = verify(output_dir, full=False).problems
+        if problems:  # (the run wrote its own report.html, failing verification; it has no final marker)
+            raise ReportError(f"the run in {output_dir} failed verification ({problems[0]}); see "
+                              f"`dataclean verify {output_dir}`")
+    raise ReportError(f"the run in {output_dir} is not finished (no {os.path.relpath(lay.marker('final'), lay.root)}"
+                      f"{'' if isinstance(manifest, dict) else ' and no manifest.json'}): run the same "
+                      f"`dataclean run ... -o {output_dir}` command again to finish it (it resumes), "
+                      "then `dataclean report`")
 
 
 def render_report(output_dir: str) -> str:
