@@ -17,6 +17,10 @@ those follow; a change of numba's settings needs a new driver process.
 Nothing here runs an Arrow compute kernel (the fork server starts no thread pool of its own), and each kernel
 is loaded only once the first call of a worker needs it: warming them all up here was measured slower (the
 server is ready later, and the workers gained nothing measurable).
+
+The fork server dies with the driver: first thing here, before the imports, it asks the kernel for a SIGKILL at
+the driver's death (:func:`dataclean.exec.local.serve_as_fork_server`); each worker it forks asks the same at
+the fork server's death, so a killed driver leaves no process behind.
 """
 from __future__ import annotations
 
@@ -24,10 +28,29 @@ import atexit
 import os
 import sys
 
-import dataclean.exec.aggregate  # noqa: F401  (the task functions a worker unpickles)
-import dataclean.exec.shuffle  # noqa: F401
-import dataclean.exec.tasks  # noqa: F401
-import dataclean.stages.dedup_minhash  # noqa: F401
+
+def _in_fork_server() -> bool:
+    """Is this module being imported by ``multiprocessing``'s fork server (its ``main`` is on the stack)?"""
+    from multiprocessing import forkserver
+
+    frame = sys._getframe()
+    while frame is not None:
+        if frame.f_code is forkserver.main.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+_SERVER = _in_fork_server()  # never in a driver that imports this module: its death and exit are its own
+if _SERVER:
+    from dataclean.exec import local
+
+    local.serve_as_fork_server()
+
+import dataclean.exec.aggregate  # noqa: E402,F401  (the task functions a worker unpickles)
+import dataclean.exec.shuffle  # noqa: E402,F401
+import dataclean.exec.tasks  # noqa: E402,F401
+import dataclean.stages.dedup_minhash  # noqa: E402,F401
 
 
 def _load_kernels() -> None:
@@ -50,17 +73,5 @@ def _exit_now() -> None:
     os._exit(0)
 
 
-def _in_fork_server() -> bool:
-    """Is this module being imported by ``multiprocessing``'s fork server (its ``main`` is on the stack)?"""
-    from multiprocessing import forkserver
-
-    frame = sys._getframe()
-    while frame is not None:
-        if frame.f_code is forkserver.main.__code__:
-            return True
-        frame = frame.f_back
-    return False
-
-
-if _in_fork_server():  # never in a driver that imports this module: its exit code and teardown are its own
+if _SERVER:
     atexit.register(_exit_now)  # (registered last, so run first; a worker leaves by os._exit, never runs it)
