@@ -251,6 +251,25 @@ def test_the_local_executor_reruns_pass_tasks_whose_workers_were_killed(sample_r
     assert folder_bytes(out, *outputs) == folder_bytes(sample_run, *outputs)
 
 
+def test_a_run_whose_worker_always_dies_ends_with_one_line_and_resumes(sample_run, tmp_path):
+    """The OOM killer taking the worker of one pass-1 task on every attempt: one line, exit 2, no traceback;
+    the same command, once the worker survives, finishes with the output of the run nobody killed."""
+    from dataclean.io.readers import discover_inputs
+
+    out = tmp_path / "out"
+    proc = run_cli("run", SAMPLE, "-o", out, "--workers", 2, "--quiet",
+                   env_extra={"DATACLEAN_FAILPOINTS": "die-always:pass1-files-1"})
+    assert proc.returncode == 2, proc.stderr
+    second = discover_inputs([str(SAMPLE)])[1]
+    assert proc.stderr == (f"error: a worker died running task 1 (input {second}) 3 times (killed by signal 9: "
+                           "out of memory?); lower --workers or the batch size (input.batch_rows), then run the "
+                           "same command to resume\n")
+    proc = run_cli("run", SAMPLE, "-o", out, "--workers", 2, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    outputs = ("data", "rejected", "stats", "dedup")
+    assert folder_bytes(out, *outputs) == folder_bytes(sample_run, *outputs)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_die_with_parent_asks_the_kernel_and_exits_when_the_parent_is_gone_already():
     probe = textwrap.dedent("""

@@ -6,6 +6,8 @@ list of entries. Unset (always, outside tests), a failpoint costs one environmen
 * ``die-once:NAME``: the process that reaches the point SIGKILLs itself alone (a worker dying, not the run),
   the first time only: a file ``NAME`` created in ``DATACLEAN_FAILPOINT_STATE`` (a folder) remembers it, so the
   retried task passes.
+* ``die-always:NAME``: the process that reaches the point SIGKILLs itself alone, every time (a worker the OOM
+  killer takes on every attempt).
 * ``write-fail:GLOB``: a writer about to write a file whose path matches ``GLOB`` (``fnmatch`` on the final
   path, e.g. ``*/data/part-00001-*``) raises ``OSError(ENOSPC)`` after the temporary file was opened, as a
   full disk would (:func:`write_failpoint`).
@@ -19,6 +21,7 @@ import signal
 
 WRITE_FAIL = "write-fail:"
 DIE_ONCE = "die-once:"
+DIE_ALWAYS = "die-always:"
 
 
 def failpoint(name: str) -> None:
@@ -28,6 +31,8 @@ def failpoint(name: str) -> None:
     entries = spec.split(",")
     if name in entries:
         os.killpg(os.getpgrp(), signal.SIGKILL)
+    if DIE_ALWAYS + name in entries:
+        os.kill(os.getpid(), signal.SIGKILL)
     if DIE_ONCE + name in entries:
         try:  # O_EXCL: of several processes reaching the point, one dies
             os.close(os.open(os.path.join(os.environ["DATACLEAN_FAILPOINT_STATE"], name),
