@@ -15,7 +15,10 @@ and computes exactly what the pyarrow/numpy code next to its caller computes:
 * :func:`token_hashes` — the two token streams of a normalized text (words, CJK characters), hashed;
 * :func:`stream_shingles` — the shingle hashes of the two streams, word shingles first per document;
 * :func:`signatures_affine32` — per-permutation minima of ``a * fmix32(h) + b mod 2**32``;
-* :func:`unique_sets` and :func:`jaccard_pairs` — exact Jaccard of shingle sets.
+* :func:`unique_sets` and :func:`jaccard_pairs` — exact Jaccard of shingle sets;
+* :func:`prefix_values`, :func:`prefix_postings` and :func:`greedy_prefix` — the greedy clustering of one large component by a
+  prefix-filter index (exactly the all-open-pairs greedy of ``MinHashDedup._cluster``, near-linear on chains);
+* :func:`components` — connected components (union-find), the smallest member index as label.
 """
 from __future__ import annotations
 
@@ -699,3 +702,228 @@ def jaccard_pairs(sets, offsets, u, v):
 @njit(cache=True, nogil=True)
 def jaccard_one(sets, offsets, i, j):
     return _jaccard(sets, offsets, i, j)
+
+
+# -- the greedy clustering of a large component (MinHashDedup._cluster) ---------------------------------------
+
+@njit(cache=True, nogil=True)
+def prefix_length(m, t):
+    """How many of its rarest tokens a set of ``m`` values indexes so that any pair of sets with exact Jaccard
+    ``>= t`` (as :func:`_jaccard` computes it in float64) shares one of its indexed tokens: ``m - alpha + 1``,
+    ``alpha`` a lower bound of the overlap of such a pair. ``I/U >= t`` gives ``I >= t * U >= t * m``; the
+    factor ``1 - 1e-9`` absorbs the rounding of the float64 division and of this product (a prefix one token
+    longer in the rare case it matters, never one too short). 0 for t > 1."""
+    alpha = np.int64(np.ceil(t * m * (1.0 - 1e-9)))
+    if alpha < 1:
+        alpha = 1
+    p = m - alpha + 1
+    return p if p > 0 else 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sketch_slots(v, shift):
+    x = np.uint64(v)
+    return (np.int64((x * np.uint64(0x9E3779B97F4A7C15)) >> shift),
+            np.int64((x * np.uint64(0xC2B2AE3D27D4EB4F)) >> shift))
+
+
+@njit(cache=True, nogil=True)
+def _select_smallest(a, p):
+    """Reorder ``a`` in place so that its ``p`` smallest values come first (in no particular order):
+    quickselect, median-of-three pivots."""
+    lo = 0
+    hi = len(a) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        x, y, z = a[lo], a[mid], a[hi]
+        pivot = max(min(x, y), min(max(x, y), z))
+        i, j = lo, hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while a[j] > pivot:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if p - 1 <= j:
+            hi = j
+        elif p - 1 >= i:
+            lo = i
+        else:
+            return
+
+
+@njit(cache=True, nogil=True)
+def prefix_values(sets, offsets, group, t, bits):
+    """First half of the prefix-filter index of the shingle sets of the nodes ``group`` (one component, in
+    preference order) for Jaccard threshold ``t > 0`` (Chaudhuri et al. 2006; Bayardo et al. 2007, "AllPairs");
+    :func:`prefix_postings` is the second.
+
+    Every set orders its values by one total order, (estimated number of member sets holding the value, value):
+    rarest first, so that the indexed values have short posting lists. The count is a count-min sketch of two
+    rows of ``2**bits`` counters: a function of the value alone, so the order is the same for every set (any
+    fixed order is correct; a better estimate only makes the lists shorter). Each member indexes its
+    :func:`prefix_length` first values; two sets with Jaccard >= t always share an indexed value (the first
+    value of their intersection in that order comes after at most ``|x| - I`` values of ``x``, and ``I >=
+    alpha``). A set with no value indexes a token of its own (two empty sets have Jaccard 1).
+
+    Returns ``pre_off`` (where each position's tokens go in ``pre_tok``) and ``packed``: ``value << 32 |
+    position`` per indexed value of a non-empty set, for the caller to sort (numpy's sort is several times
+    faster than numba's) and give to :func:`prefix_postings`."""
+    g = len(group)
+    sketch = np.zeros((2, 1 << bits), np.int32)
+    shift = np.uint64(64 - bits)
+    size = np.empty(g, np.int64)
+    pre_off = np.zeros(g + 1, np.int64)
+    longest = 0
+    n_empty = 0
+    for x in range(g):
+        d = group[x]
+        size[x] = offsets[d + 1] - offsets[d]
+        longest = max(longest, size[x])
+        if size[x] == 0:
+            n_empty += 1
+        pre_off[x + 1] = pre_off[x] + (prefix_length(size[x], t) if size[x] else 1)
+        for k in range(offsets[d], offsets[d + 1]):
+            a, b = _sketch_slots(sets[k], shift)
+            sketch[0, a] += 1
+            sketch[1, b] += 1
+    packed = np.empty(pre_off[g] - n_empty, np.uint64)
+    buf = np.empty(longest, np.uint64)
+    o = 0
+    for x in range(g):
+        d = group[x]
+        m = size[x]
+        p = pre_off[x + 1] - pre_off[x]
+        if m == 0:
+            continue
+        for k in range(m):
+            v = sets[offsets[d] + k]
+            a, b = _sketch_slots(v, shift)
+            buf[k] = (np.uint64(min(sketch[0, a], sketch[1, b])) << np.uint64(32)) | np.uint64(v)
+        if p < m:
+            _select_smallest(buf[:m], p)
+        for k in range(p):
+            packed[o] = ((buf[k] & np.uint64(0xFFFFFFFF)) << np.uint64(32)) | np.uint64(x)
+            o += 1
+    return pre_off, packed
+
+
+@njit(cache=True, nogil=True)
+def prefix_postings(pre_off, packed):
+    """Second half of the prefix-filter index (see :func:`prefix_values`; ``packed`` sorted): a token per
+    distinct indexed value, in value order, and one more shared by the empty sets.
+
+    Returns (pre_tok, post_off, post_pos): the tokens of each position (``pre_tok[pre_off[x]:pre_off[x + 1]]``,
+    in no particular order) and per token the positions indexing it (``post_pos[post_off[k]:post_off[k + 1]]``,
+    ascending)."""
+    g = len(pre_off) - 1
+    n_tok = 0
+    for r in range(len(packed)):
+        if r == 0 or (packed[r] >> np.uint64(32)) != (packed[r - 1] >> np.uint64(32)):
+            n_tok += 1
+    empty_tok = n_tok
+    post_off = np.zeros(n_tok + 2, np.int64)
+    pre_tok = np.empty(pre_off[g], np.int64)
+    post_pos = np.empty(pre_off[g], np.int64)
+    fill = pre_off[:-1].copy()
+    tok = -1
+    for r in range(len(packed)):
+        if r == 0 or (packed[r] >> np.uint64(32)) != (packed[r - 1] >> np.uint64(32)):
+            tok += 1
+        x = np.int64(packed[r] & np.uint64(0xFFFFFFFF))
+        post_pos[r] = x
+        post_off[tok + 1] = r + 1
+        pre_tok[fill[x]] = tok
+        fill[x] += 1
+    r = len(packed)
+    for x in range(g):  # the empty sets, after every value token
+        if fill[x] < pre_off[x + 1]:
+            pre_tok[fill[x]] = empty_tok
+            fill[x] += 1
+            post_pos[r] = x
+            r += 1
+    post_off[n_tok + 1] = r
+    return pre_tok, post_off, post_pos
+
+
+@njit(cache=True, nogil=True)
+def greedy_prefix(sets, offsets, group, pre_off, pre_tok, post_off, post_pos, t):
+    """The greedy clustering of one component (``group``: its nodes in preference order) through its
+    :func:`prefix_index`: each still open node in turn becomes a representative and takes every open node
+    whose exact Jaccard to it is ``>= t``. A representative computes the Jaccard only with the open nodes that
+    share an indexed token with it (the index holds every pair that can reach ``t``) and whose set size allows
+    it (``min(|x|, |y|) >= t * max(|x|, |y|)``, with the margin of :func:`prefix_length`), so the result is that
+    of comparing it with every open node. Closed nodes are dropped from a posting list when it is read.
+
+    Returns, per position of ``group``, the position of its representative and the Jaccard to it (1.0 for a
+    representative)."""
+    g = len(group)
+    rep = np.arange(g)
+    sim = np.ones(g, np.float64)
+    is_open = np.ones(g, np.bool_)
+    seen = np.full(g, -1, np.int64)  # the last representative that looked at the node
+    live = post_off[1:] - post_off[:-1]
+    size = np.empty(g, np.int64)
+    for x in range(g):
+        size[x] = offsets[group[x] + 1] - offsets[group[x]]
+    tl = t * (1.0 - 1e-9)
+    remaining = g
+    for i in range(g):
+        if not is_open[i]:
+            continue
+        is_open[i] = False
+        remaining -= 1
+        if remaining == 0:
+            break
+        ni = size[i]
+        for q in range(pre_off[i], pre_off[i + 1]):
+            k = pre_tok[q]
+            s = post_off[k]
+            w = s
+            for z in range(s, s + live[k]):
+                j = post_pos[z]
+                if not is_open[j]:
+                    continue
+                post_pos[w] = j
+                w += 1
+                if seen[j] == i:
+                    continue
+                seen[j] = i
+                nj = size[j]
+                if min(ni, nj) < tl * max(ni, nj):
+                    continue
+                sij = _jaccard(sets, offsets, group[i], group[j])
+                if sij >= t:
+                    rep[j] = i
+                    sim[j] = sij
+                    is_open[j] = False
+                    remaining -= 1
+            live[k] = w - s
+    return rep, sim
+
+
+@njit(cache=True, nogil=True)
+def components(n, u, v):
+    """Connected components of ``n`` nodes joined by the edges ``u[k]``-``v[k]``: union-find that links the
+    larger root under the smaller one (so a root is its component's smallest node), with path halving; every
+    node's label is its root."""
+    parent = np.arange(n)
+    for e in range(len(u)):
+        a = u[e]
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        b = v[e]
+        while parent[b] != b:
+            parent[b] = parent[parent[b]]
+            b = parent[b]
+        if a < b:
+            parent[b] = a
+        elif b < a:
+            parent[a] = b
+    for x in range(n):  # parent[x] <= x: the parents of the smaller nodes are roots already
+        parent[x] = parent[parent[x]]
+    return parent

@@ -1,0 +1,287 @@
+"""Near-duplicate chains (issue 25 item 5): a component above ``max_pairwise_component`` is clustered through a
+prefix-filter index instead of comparing every representative with every open member, with the same result.
+
+Hand-written chains: every document is its predecessor with one word (Chinese: one or two characters)
+replaced, far enough from the other edits that their shingle windows never overlap. The English text has 73
+words = 69 word 5-grams; an inner edit changes 5 of them, so neighbours have Jaccard 64/74 and documents two
+edits apart 59/79 < 0.8: each representative takes only its neighbours. The Chinese text has 100 Han characters
+= 96 character 5-grams; one character changes 5 of them (Jaccard 91/101), two adjacent characters 6 (90/102), and
+two one-character edits apart still reach 86/106 >= 0.8."""
+import importlib.util
+import inspect
+import os
+import random
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+import dataclean
+from dataclean.stages.dedup_minhash import MinHashDedup, _prefix_keys, _segment_keys, connected_components
+
+NUMBA = importlib.util.find_spec("numba") is not None
+EXACT = "exact Jaccard of shingle sets"
+
+EN = ("On the first morning of spring the old ferry left the northern pier at seven and carried farmers, teachers "
+      "and a few sleepy students across the wide brown river toward the market town, where the bell of the small "
+      "stone church rang over the square while merchants opened their stalls and sold apples, cheese, warm bread "
+      "and honey to everyone who came early enough to find a seat on the long wooden benches.")
+# (word position, new word): lengths change so that the preference order (most characters first) is
+# en-7 (409 characters), en-3 (408), en-6 (408), en-2 (407), then en-0, en-1, en-4, en-5 (405)
+EN_STEPS = [(5, "summer"), (14, "fifteen"), (22, "yawning"), (31, "old"), (40, "chapel"), (49, "workshops"),
+            (59, "strangers")]
+ZH = ("春天的第一个早晨，老渡船七点钟离开北边的码头，载着农民、教师和几个睡眼惺忪的学生渡过宽阔的黄河，驶向集镇。"
+      "小石头教堂的钟声在广场上回荡，商人们打开摊位，把苹果、奶酪、热面包和蜂蜜卖给每一个早早赶来、在长木凳上找到座位的人。")
+# one character (老, 北, 农), then two (教堂, 苹果): every document has 111 characters, so the smaller id is preferred
+ZH_STEPS = [("老渡船", "新渡船"), ("北边", "南边"), ("农民", "渔民"), ("教堂", "书院"), ("苹果", "橘子")]
+
+
+def en_chain():
+    words = EN.split(" ")
+    out = [("en-0", EN)]
+    for k, (pos, word) in enumerate(EN_STEPS, 1):
+        words[pos] = word
+        out.append((f"en-{k}", " ".join(words)))
+    return out
+
+
+def zh_chain():
+    text, out = ZH, [("zh-0", ZH)]
+    for k, (old, new) in enumerate(ZH_STEPS, 1):
+        assert text.count(old) == 1
+        text = text.replace(old, new)
+        out.append((f"zh-{k}", text))
+    return out
+
+
+def run_chain(tmp_path, rows, name, **stage):
+    path = tmp_path / f"{name}.parquet"
+    pq.write_table(pa.Table.from_pylist([{"id": i, "text": t, "source": "web"} for i, t in rows]), path)
+    cfg = dataclean.resolve_config({"pipeline": [{"stage": "normalize"}, {"stage": "exact_dedup"},
+                                                 {"stage": "minhash_dedup", **stage}]})
+    out = tmp_path / name
+    summary = dataclean.run([str(path)], str(out), config=cfg)
+    assert summary.verified
+    return out
+
+
+def ledger(out):
+    return sorted((r["id"], r["rule"], r["dup_of"], r["value"], r["detail"])
+                  for r in pq.read_table(out / "rejected").to_pylist())
+
+
+def kept(out):
+    return sorted(pq.read_table(out / "data").column("id").to_pylist())
+
+
+def clusters(out):
+    return [(c["cluster"], c["id"], c["is_representative"], c["similarity"], c["cluster_size"])
+            for c in pq.read_table(out / "dedup" / "clusters.parquet").to_pylist()]
+
+
+def test_english_chain_through_the_index(tmp_path):
+    out = run_chain(tmp_path, en_chain(), "en-index", max_pairwise_component=2)
+    # en-7 takes en-6; en-3 takes en-2 and en-4; en-0 takes en-1; en-5 has no open neighbour left
+    assert ledger(out) == [
+        ("en-1", "near_duplicate", "en-0", 64 / 74, f"cluster of 2 ({EXACT})"),
+        ("en-2", "near_duplicate", "en-3", 64 / 74, f"cluster of 3 ({EXACT})"),
+        ("en-4", "near_duplicate", "en-3", 64 / 74, f"cluster of 3 ({EXACT})"),
+        ("en-6", "near_duplicate", "en-7", 64 / 74, f"cluster of 2 ({EXACT})"),
+    ]
+    assert kept(out) == ["en-0", "en-3", "en-5", "en-7"]
+    assert clusters(out) == [
+        ("en-0", "en-0", True, 1.0, 2), ("en-0", "en-1", False, 64 / 74, 2),
+        ("en-3", "en-3", True, 1.0, 3), ("en-3", "en-2", False, 64 / 74, 3), ("en-3", "en-4", False, 64 / 74, 3),
+        ("en-7", "en-7", True, 1.0, 2), ("en-7", "en-6", False, 64 / 74, 2)]
+
+
+def test_chinese_chain_through_the_index(tmp_path):
+    out = run_chain(tmp_path, zh_chain(), "zh-index", max_pairwise_component=2)
+    # zh-0 takes zh-1 (one edit) and zh-2 (two one-character edits: 86/106); zh-3 takes zh-4 (two characters,
+    # 90/102) but not zh-5 (6 + 6 shingles away: 84/108); zh-5 stays alone
+    assert ledger(out) == [
+        ("zh-1", "near_duplicate", "zh-0", 91 / 101, f"cluster of 3 ({EXACT})"),
+        ("zh-2", "near_duplicate", "zh-0", 86 / 106, f"cluster of 3 ({EXACT})"),
+        ("zh-4", "near_duplicate", "zh-3", 90 / 102, f"cluster of 2 ({EXACT})"),
+    ]
+    assert kept(out) == ["zh-0", "zh-3", "zh-5"]
+
+
+@pytest.mark.parametrize("chain", [en_chain, zh_chain])
+def test_the_pairwise_path_gives_the_same_chain_result(tmp_path, chain):
+    index = run_chain(tmp_path, chain(), "index", max_pairwise_component=1)
+    pairwise = run_chain(tmp_path, chain(), "pairwise")  # default 100: 8 and 6 documents are compared pairwise
+    assert ledger(index) == ledger(pairwise) and kept(index) == kept(pairwise)
+    for name in ("clusters.parquet", "cluster_sizes.parquet"):
+        assert pq.read_table(index / "dedup" / name).equals(pq.read_table(pairwise / "dedup" / name))
+
+
+def test_small_components_keep_the_pairwise_result(tmp_path):
+    # ordinary clusters: an edited copy and a longer copy of one page, a Chinese pair, an unrelated page;
+    # with the default cap they are compared pairwise, as before; through the index the result is the same
+    words = EN.split(" ")
+    words[30] = "harbour"
+    rows = [("a-orig", EN), ("a-edit", " ".join(words)), ("a-long", EN + " Tickets cost two coins."),
+            ("z-orig", ZH), ("z-edit", ZH.replace("黄河", "长江")),
+            ("other", "Quantum error correction spreads one logical qubit over many physical ones so that a "
+                      "single fault can be found and undone without measuring the stored information itself.")]
+    out = run_chain(tmp_path, rows, "small")
+    assert ledger(out) == [
+        ("a-edit", "near_duplicate", "a-long", 64 / 78, f"cluster of 3 ({EXACT})"),
+        ("a-orig", "near_duplicate", "a-long", 69 / 73, f"cluster of 3 ({EXACT})"),
+        ("z-orig", "near_duplicate", "z-edit", 90 / 102, f"cluster of 2 ({EXACT})"),
+    ]
+    index = run_chain(tmp_path, rows, "small-index", max_pairwise_component=1)
+    assert ledger(index) == ledger(out) and clusters(index) == clusters(out)
+
+
+def _chain_nodes(n, seed):
+    """A chunk of one longer chain (English and Chinese edits mixed, a repeat and an empty text), every pair a
+    candidate edge: nodes as verify_task builds them."""
+    rng = random.Random(seed)
+    words, zh = EN.split(" "), list(ZH)
+    vocab = sorted(set(w.strip(",.") for w in words))
+    texts = []
+    for i in range(n):
+        if i % 2:
+            words[rng.randrange(len(words))] = rng.choice(vocab)
+        else:
+            zh[rng.randrange(len(zh))] = rng.choice("山水风云雨雪花草木石")
+        texts.append(" ".join(words) + "\n" + "".join(zh))
+    texts += [texts[3], ""]
+    stage = MinHashDedup()
+    arr = pa.array(texts, pa.string())
+    sig = stage.apply(pa.RecordBatch.from_pydict({"text": arr})).batch.column("minhash_sig")
+    n = len(texts)
+    q = [None if i % 3 else rng.random() for i in range(n)]
+    nodes = pa.table({"comp": [0] * n, "doc_key": list(range(n)), "id": [f"d{i:03d}" for i in range(n)],
+                      "n_chars": [len(t) for t in texts], "q": pa.array(q, pa.float64()), "source": ["web"] * n,
+                      "lang": [None] * n, "minhash_sig": sig.fill_null(pa.scalar(bytes(512), pa.binary(512))),
+                      "text": arr})
+    a, b = np.triu_indices(n, 1)
+    return nodes, a, b
+
+
+def _with_kernels(value, fn):
+    from dataclean.text import kernels
+
+    before = os.environ.get(kernels.ENV)
+    os.environ[kernels.ENV] = value
+    try:
+        return fn()
+    finally:
+        if before is None:
+            del os.environ[kernels.ENV]
+        else:
+            os.environ[kernels.ENV] = before
+
+
+@pytest.mark.parametrize("params", [{}, {"min_similarity_to_rep": 0.9}, {"min_similarity_to_rep": 0.6},
+                                    {"verify_pairs": False, "min_similarity_to_rep": 2 / 3},
+                                    {"verify_with": "signature"}, {"verify_with": "signature", "threshold": 0.7},
+                                    {"min_similarity_to_rep": 1.0}, {"min_similarity_to_rep": 0.0}])
+def test_the_index_equals_comparing_all_open_pairs(params):
+    nodes, a, b = _chain_nodes(60, seed=len(str(params)))
+    pairwise = MinHashDedup(max_pairwise_component=10 ** 9, **params)._decide_chunk(nodes, a, b)
+    modes = ["0"] + (["1"] if NUMBA else [])
+    for kernels in modes:
+        index = _with_kernels(kernels, lambda: MinHashDedup(max_pairwise_component=1, **params)._decide_chunk(nodes, a, b))
+        assert index[0].equals(pairwise[0]) and index[1].equals(pairwise[1])
+    if params in ({}, {"verify_with": "signature"}):
+        assert pairwise[0].num_rows >= 10  # (the chain does cluster)
+
+
+def _jaccard(x, y):
+    if not len(x) and not len(y):
+        return 1.0
+    inter = len(set(x.tolist()) & set(y.tolist()))
+    return inter / (len(x) + len(y) - inter)
+
+
+def _shares(offsets, tokens, i, j):
+    return bool(set(tokens[offsets[i]:offsets[i + 1]].tolist()) & set(tokens[offsets[j]:offsets[j + 1]].tolist()))
+
+
+def test_prefix_tokens_hold_every_pair_that_reaches_the_threshold():
+    rng = np.random.default_rng(5)
+    # boundary cases: Jaccard exactly 0.8 (4 of 5), 2/3, 1 (equal sets, two empty sets), and random edits
+    sets = [np.array([1, 2, 3, 4], np.uint32), np.array([1, 2, 3, 4, 5], np.uint32),
+            np.array([1, 2], np.uint32), np.array([1, 2, 3], np.uint32), np.array([2, 3, 4, 5], np.uint32),
+            np.array([], np.uint32), np.array([], np.uint32), np.array([7], np.uint32), np.array([7], np.uint32)]
+    base = rng.choice(60, size=25, replace=False)
+    for _ in range(40):
+        s = base.copy()
+        s[rng.integers(0, len(s), size=rng.integers(0, 6))] = rng.integers(0, 90, size=1)
+        sets.append(np.unique(s[: rng.integers(15, 26)]).astype(np.uint32))
+    if NUMBA:
+        from dataclean.dedup.minhash import _mh_kernels
+        k = _mh_kernels()
+        values = np.concatenate(sets).astype(np.uint32)
+        offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
+    for t in (0.5, 2 / 3, 0.75, 0.8, 0.9, 1.0):
+        found = [_prefix_keys(sets, t)]
+        if NUMBA:
+            pre_off, packed = k.prefix_values(values, offsets, np.arange(len(sets), dtype=np.int64), t, 12)
+            packed.sort()
+            pre_tok, post_off, post_pos = k.prefix_postings(pre_off, packed)
+            found.append((pre_off, pre_tok))
+            assert np.array_equal(pre_off, found[0][0])  # (the same prefix lengths; the order may differ)
+            for x in range(len(sets)):  # the posting lists are the inverse of the prefixes
+                for tok in pre_tok[pre_off[x]:pre_off[x + 1]].tolist():
+                    assert x in post_pos[post_off[tok]:post_off[tok + 1]].tolist()
+        pairs = 0
+        for i in range(len(sets)):
+            for j in range(i + 1, len(sets)):
+                if _jaccard(sets[i], sets[j]) >= t:
+                    pairs += 1
+                    assert all(_shares(off, tok, i, j) for off, tok in found), (t, i, j)
+        assert pairs >= 3
+    # a 4-of-5 pair at t = 0.8: 4 - ceil(3.2) + 1 = 1 and 5 - 4 + 1 = 2 tokens
+    off, _ = _prefix_keys(sets[:2], 0.8)
+    assert np.diff(off).tolist() == [1, 2]
+
+
+def test_signature_segments_hold_every_pair_that_reaches_the_threshold():
+    rng = np.random.default_rng(7)
+    base = rng.integers(0, 2 ** 32, size=16, dtype=np.uint64).astype(np.uint32)
+    sigs = []
+    for _ in range(60):
+        s = base.copy()
+        s[rng.choice(16, size=rng.integers(0, 7), replace=False)] = rng.integers(0, 2 ** 32, dtype=np.uint64)
+        sigs.append(s)
+    sigs = np.array(sigs)
+    for t in (0.5, 0.75, 0.8, 13 / 16, 1.0):
+        off, tok = _segment_keys(sigs, t)
+        for i in range(len(sigs)):
+            for j in range(i + 1, len(sigs)):
+                if float((sigs[i] == sigs[j]).mean()) >= t:
+                    assert _shares(off, tok, i, j), (t, i, j)
+    # 0.8 of 16 positions: 13 equal at least, 3 may differ: 4 segments of 4
+    assert np.diff(_segment_keys(sigs, 0.8)[0]).tolist() == [4] * 60
+
+
+def test_connected_components_of_a_long_shuffled_chain():
+    n = 20_000
+    perm = np.random.default_rng(1).permutation(n)
+    u, v = perm[:-1], perm[1:]
+    labels = [_with_kernels("0", lambda: connected_components(n, u, v))]
+    if NUMBA:
+        labels.append(_with_kernels("1", lambda: connected_components(n, u, v)))
+    for lab in labels:
+        assert lab.dtype == np.int64 and not lab.any()  # one component, labelled by its smallest node
+    small = (np.array([5, 1, 3, 9]), np.array([1, 2, 4, 8]))  # 1-2-5, 3-4, 8-9; 0, 6, 7 alone
+    for kernels in ["0"] + (["1"] if NUMBA else []):
+        got = _with_kernels(kernels, lambda: connected_components(10, *small))
+        assert got.tolist() == [0, 1, 1, 3, 3, 1, 6, 7, 8, 8]
+
+
+def test_the_default_cap_is_in_the_default_rules():
+    with open(os.path.join(os.path.dirname(__file__), "..", "rules", "default.yaml"), encoding="utf-8") as fh:
+        rules = yaml.safe_load(fh)
+    spec = next(s for s in rules["pipeline"] if s["stage"] == "minhash_dedup")
+    default = inspect.signature(MinHashDedup).parameters["max_pairwise_component"].default
+    assert spec["max_pairwise_component"] == default == 100
+    with pytest.raises(ValueError, match="max_pairwise_component"):
+        MinHashDedup(max_pairwise_component=0)
