@@ -285,3 +285,51 @@ def test_the_default_cap_is_in_the_default_rules():
     assert spec["max_pairwise_component"] == default == 100
     with pytest.raises(ValueError, match="max_pairwise_component"):
         MinHashDedup(max_pairwise_component=0)
+
+
+@pytest.mark.parametrize("params", [{}, {"verify_with": "signature"}])
+def test_nodes_in_any_order_give_the_same_decisions(params):
+    """verify_task no longer sorts the gathered rows (their texts) by doc_key: the decisions, their order and
+    every tie (two documents with one id: d003 twice, the first by doc_key wins) are those of sorted nodes."""
+    nodes, a, b = _chain_nodes(60, seed=7)
+    ids = nodes.column("id").to_pylist()
+    ids[10] = ids[3]
+    nodes = nodes.set_column(nodes.column_names.index("id"), "id", pa.array(ids))
+    sorted_run = MinHashDedup(max_pairwise_component=1, **params)._decide_chunk(nodes, a, b)
+    perm = np.random.default_rng(3).permutation(nodes.num_rows)
+    shuffled = MinHashDedup(max_pairwise_component=1, **params)._decide_chunk(nodes.take(pa.array(perm)), a, b)
+    assert shuffled[0].equals(sorted_run[0]) and shuffled[1].equals(sorted_run[1])
+    assert sorted_run[0].num_rows >= 10
+
+
+@pytest.mark.skipif(not NUMBA, reason="compiled kernels only")
+def test_shingle_sets_in_threads_equal_one_thread():
+    from dataclean.dedup.minhash import shingle_sets
+
+    nodes, _, _ = _chain_nodes(2500, seed=5)
+    texts = nodes.column("text")
+    one = shingle_sets(texts, 5, 5, threads=1)
+    for threads in (2, 3):
+        many = shingle_sets(texts, 5, 5, threads=threads)
+        assert np.array_equal(many[0], one[0]) and np.array_equal(many[1], one[1])
+    assert len(one[1]) == 2503 and one[1][-1] == len(one[0]) > 0
+    assert one[1][-2] == one[1][-1]  # (the empty text: no shingle)
+
+
+def test_one_task_runs_in_the_pool_once_it_is_up():
+    """A single task runs in the driver while no pool exists (no fork for one task), and in the pool once it
+    is up (its workers have the kernels loaded; the driver would import numba for it)."""
+    from dataclean.exec.local import LocalExecutor
+
+    ex = LocalExecutor(workers=2)
+    try:
+        assert ex.map(_pid, [0]) == [os.getpid()]
+        workers = set(ex.map(_pid, [0, 1]))
+        assert os.getpid() not in workers
+        assert ex.map(_pid, [0])[0] in set(ex._processes)
+    finally:
+        ex.close()
+
+
+def _pid(_):
+    return os.getpid()

@@ -163,6 +163,44 @@ def _mh_kernels():
     return _text_kernels.once(_state, "mod", _load_kernels)
 
 
+def kernels_loaded() -> bool:
+    """Has this process loaded the compiled MinHash kernels already (importing numba costs ~1 s)?"""
+    return _state.get("mod") is not None
+
+
+def shingle_sets(texts: pa.Array | pa.ChunkedArray, word_ngram: int = 5, char_ngram: int = 5,
+                 threads: int = 1) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(values, offsets)``: each document's :func:`shingle_hashes` of its :func:`shingle_text`, sorted and
+    without repeats (compiled ``unique_sets``), as exact Jaccard compares them; None without the kernels.
+
+    ``threads`` > 1 cuts the documents into that many consecutive slices done in parallel (the kernels release
+    the GIL) and joins them: the same arrays. A verification task alone on a 2-worker machine (one component
+    of a 48,713-document chain) spent 1.8 s here in one thread."""
+    if not kernels_enabled():
+        return None
+    k = _mh_kernels()
+    _char_maps()  # (loaded once, before the threads)
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    n = len(texts)
+    threads = max(1, min(int(threads), n // 1000 or 1))
+
+    def one(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        values, offsets = shingle_hashes(shingle_text(texts.slice(lo, hi - lo)), word_ngram, char_ngram)
+        return k.unique_sets(values, offsets)
+
+    if threads == 1:
+        return one(0, n)
+    from concurrent.futures import ThreadPoolExecutor
+
+    cut = [n * i // threads for i in range(threads + 1)]
+    with ThreadPoolExecutor(threads) as pool:
+        parts = list(pool.map(one, cut[:-1], cut[1:]))
+    shift = np.cumsum([0] + [int(o[-1]) for _, o in parts[:-1]])
+    offsets = np.concatenate([[0]] + [o[1:] + d for (_, o), d in zip(parts, shift)]).astype(np.int64)
+    return np.concatenate([v for v, _ in parts]), offsets
+
+
 def warm_up() -> bool:
     """Compile (first run after an install or a change of ``_minhash_numba.py``) or load every MinHash kernel
     and the character tables now, so that a benchmark or a CI job does not pay it inside what it measures.

@@ -20,7 +20,7 @@ Aggregates (``kind``):
 * ``gather``: not a sum but a selection: the rows of the documents listed in ``params["nodes"]`` (a Parquet
   file of ``doc_key, comp, chunk`` sorted by ``doc_key``: e.g. the near-duplicate candidates, their component
   and the chunk of components that will verify them), with the columns ``params["columns"]``, written to
-  ``params["dest"]/TTTTT.parquet`` sorted by ``(chunk, comp, doc_key)``, one row group per chunk; returns
+  ``params["dest"]/TTTTT.parquet`` grouped by chunk (in ``doc_key`` order inside one), one row group per chunk; returns
   ``(file, chunk, row_group)`` rows, so a reader of one chunk opens just its row groups. This is how the texts of the candidates reach the driver
   without the driver reading the corpus.
 """
@@ -128,9 +128,7 @@ def _gather(spec: MapSpec) -> pa.Table:
         rows = pa.concat_tables(parts)
         at = pa.array(np.searchsorted(keys.to_numpy(), rows.column("doc_key").to_numpy()))
         rows = rows.append_column("comp", nodes.column("comp").take(at))
-        chunk = nodes.column("chunk").take(at).to_numpy()
-        order = pa.array(np.lexsort((rows.column("doc_key").to_numpy(), rows.column("comp").to_numpy())))
-        rows, chunk = rows.take(order), chunk[order.to_numpy()]  # by (comp, doc_key); write_grouped keeps it
+        chunk = nodes.column("chunk").take(at).to_numpy()  # (rows stay in file order inside a chunk)
         os.makedirs(spec.params["dest"], exist_ok=True)
         path = os.path.join(spec.params["dest"], f"{spec.task:05d}.parquet")
         _, chunks = write_grouped(rows, chunk, "chunk", path)
