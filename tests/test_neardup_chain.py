@@ -333,3 +333,24 @@ def test_one_task_runs_in_the_pool_once_it_is_up():
 
 def _pid(_):
     return os.getpid()
+
+
+def test_numpy_hooking_gives_the_kernel_labels_and_gives_up_safely():
+    from dataclean.stages.dedup_minhash import _hook_components
+
+    rng = np.random.default_rng(11)
+    n = 5000
+    perm = rng.permutation(n)
+    u = np.concatenate([perm[:2000], rng.integers(0, n, 3000)])
+    v = np.concatenate([perm[1:2001], rng.integers(0, n, 3000)])
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components as bfs
+
+    _, label = bfs(coo_matrix((np.ones(len(u)), (u, v)), shape=(n, n)), directed=False)
+    smallest = np.full(label.max() + 1, n)
+    np.minimum.at(smallest, label, np.arange(n))
+    got = _hook_components(n, u, v)
+    assert np.array_equal(got, smallest[label])  # (a component's label: its smallest node)
+    assert np.array_equal(_with_kernels("0", lambda: connected_components(n, u, v)), got)
+    assert _hook_components(n, u, v, max_rounds=1) is None  # (a shuffled path needs more than one round)
+    assert np.array_equal(_hook_components(4, np.array([3, 2]), np.array([2, 1])), [0, 1, 1, 1])

@@ -612,7 +612,8 @@ def signature_matrix(column, width: int, dtype: str = "<u4") -> np.ndarray:
 
 def connected_components(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Component label (the smallest member index) of each of ``n`` nodes joined by edges ``u``–``v``:
-    union-find (compiled), else scipy's breadth-first search. Linear in nodes + edges whatever the shape: the
+    union-find (compiled), else numpy min-hooking (:func:`_hook_components`), else scipy's breadth-first
+    search. Near-linear in nodes + edges whatever the shape: the
     min-label propagation used before took one round per few steps of a component's diameter (a chain of
     50,000 documents in shuffled order: 49 s)."""
     u, v = np.asarray(u, np.int64), np.asarray(v, np.int64)
@@ -620,9 +621,13 @@ def connected_components(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
         return np.arange(n, dtype=np.int64)
     # The kernel only where the kernels are loaded already (a verification task): the driver's candidate
     # components of a 50,000-document chain took 1.17 s through it, all of it importing numba and loading the
-    # kernels, against 0.28 s of scipy import + 0.02 s for 400,000 edges (same labels).
+    # kernels, and 0.33 s through scipy, nearly all of it importing scipy. The numpy hooking below takes 0.009 s
+    # on a shuffled 50,000-node path and 0.12 s on 800,000 random edges; same labels.
     if kernels_loaded() and kernels_enabled():
         return _mh_kernels().components(int(n), u, v)
+    label = _hook_components(int(n), u, v)
+    if label is not None:
+        return label
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components as scipy_components
 
@@ -630,6 +635,29 @@ def connected_components(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     _, label = scipy_components(graph, directed=False)
     _, first = np.unique(label, return_index=True)  # (each label's first node is its smallest)
     return first[label].astype(np.int64)
+
+
+def _hook_components(n: int, u: np.ndarray, v: np.ndarray, max_rounds: int = 64) -> np.ndarray | None:
+    """Connected components by min-hooking with full pointer jumping (Shiloach-Vishkin style), vectorized: each
+    round hooks the larger root of every edge whose ends have different roots under the smallest root offered
+    to it, then points every node at its root. Links only go from a larger to a smaller node, so a component
+    ends with its smallest node as the root of all. Rounds measured: a 200,000-node path in shuffled order 12,
+    in key order (either way) 2, 1,000 stars of 200 2. After ``max_rounds`` it gives up: None (the caller's
+    breadth-first search decides), so no input makes it slower than that."""
+    parent = np.arange(n, dtype=np.int64)
+    for _ in range(max_rounds):
+        pu, pv = parent[u], parent[v]
+        differ = pu != pv
+        if not differ.any():
+            return parent
+        lo, hi = np.minimum(pu[differ], pv[differ]), np.maximum(pu[differ], pv[differ])
+        np.minimum.at(parent, hi, lo)
+        while True:
+            jumped = parent[parent]
+            if np.array_equal(jumped, parent):
+                break
+            parent = jumped
+    return None
 
 
 def _greedy_by_keys(group: np.ndarray, similarity, t: float) -> tuple[np.ndarray, np.ndarray]:
