@@ -543,7 +543,9 @@ def verify_task(spec: VerifySpec) -> dict:
     from dataclean.pipeline import build_stage
 
     stage = build_stage(spec.stage_spec)
-    stage.verify_threads = spec.threads
+    # (the executor's workers may be a Ray cluster's CPUs: no more threads than this machine gives the task)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    stage.verify_threads = max(1, min(int(spec.threads), cores))
     where = [("comp", ">=", spec.lo), ("comp", "<=", spec.hi)]
     # this chunk's row group of each gathered file (every chunk has candidates, so there is one at least)
     nodes = pa.concat_tables([pq.ParquetFile(f).read_row_group(rg) for f, rg in spec.rows])  # (any order)
