@@ -9,6 +9,22 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data"
 
 
+def with_kernels(value: str, fn):
+    """``fn()`` with ``DATACLEAN_KERNELS=value`` (``"1"``: the compiled kernels, ``"0"``: numpy), then the
+    variable as it was."""
+    from dataclean.text import kernels
+
+    before = os.environ.get(kernels.ENV)
+    os.environ[kernels.ENV] = value
+    try:
+        return fn()
+    finally:
+        if before is None:
+            del os.environ[kernels.ENV]
+        else:
+            os.environ[kernels.ENV] = before
+
+
 def run_cli(*args, env_extra=None, cwd=None, timeout=300) -> subprocess.CompletedProcess:
     """Run the real ``dataclean`` CLI in a fresh process (own session, so failpoints kill only it)."""
     env = dict(os.environ)

@@ -6,6 +6,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import with_kernels
+
 import dataclean
 from dataclean.stages.dedup_minhash import MinHashDedup, _chunks, chunk_size, connected_components
 
@@ -139,22 +141,6 @@ def test_dedup_against_with_other_parameters_is_refused(tmp_path):
         dataclean.resolve_config({"pipeline": [{"stage": "minhash_dedup", "num_perm": 64, "against": [str(first)]}]})
 
 
-def _with_kernels(value, fn):
-    import os
-
-    from dataclean.text import kernels
-
-    before = os.environ.get(kernels.ENV)
-    os.environ[kernels.ENV] = value
-    try:
-        return fn()
-    finally:
-        if before is None:
-            del os.environ[kernels.ENV]
-        else:
-            os.environ[kernels.ENV] = before
-
-
 @pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="numba is not installed")
 def test_compiled_verification_and_clustering_equal_the_numpy_code(tmp_path):
     # the chunk decision itself: exact Jaccard of every candidate edge, clusters and similarities, bit for bit
@@ -170,12 +156,12 @@ def test_compiled_verification_and_clustering_equal_the_numpy_code(tmp_path):
                       .column("minhash_sig").fill_null(pa.scalar(bytes(512), pa.binary(512))),
                       "text": texts})
     a, b = np.triu_indices(n, 1)  # every pair is a candidate edge
-    on = _with_kernels("1", lambda: stage._decide_chunk(nodes, a, b))
-    off = _with_kernels("0", lambda: stage._decide_chunk(nodes, a, b))
+    on = with_kernels("1", lambda: stage._decide_chunk(nodes, a, b))
+    off = with_kernels("0", lambda: stage._decide_chunk(nodes, a, b))
     for x, y in zip(on, off):
         assert x.equals(y)
-    sim_on = _with_kernels("1", lambda: [stage._similarity_fn(nodes)(i, j) for i, j in zip(a, b)])
-    sim_off = _with_kernels("0", lambda: [stage._similarity_fn(nodes)(i, j) for i, j in zip(a, b)])
+    sim_on = with_kernels("1", lambda: [stage._similarity_fn(nodes)(i, j) for i, j in zip(a, b)])
+    sim_off = with_kernels("0", lambda: [stage._similarity_fn(nodes)(i, j) for i, j in zip(a, b)])
     assert sim_on == sim_off and max(sim_on) == 1.0 and min(sim_on) == 0.0
     assert on[0].num_rows >= 5
 
@@ -183,8 +169,8 @@ def test_compiled_verification_and_clustering_equal_the_numpy_code(tmp_path):
 @pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="numba is not installed")
 def test_a_run_with_the_compiled_kernels_equals_one_without(tmp_path):
     rows = docs()
-    out_on, _ = _with_kernels("1", lambda: run_dedup(tmp_path, rows, name="on"))
-    out_off, _ = _with_kernels("0", lambda: run_dedup(tmp_path, rows, name="off"))
+    out_on, _ = with_kernels("1", lambda: run_dedup(tmp_path, rows, name="on"))
+    out_off, _ = with_kernels("0", lambda: run_dedup(tmp_path, rows, name="off"))
     assert removed(out_on) == removed(out_off)
     for name in ("clusters.parquet", "minhash_bands", "minhash_signatures", "exact_groups.parquet"):
         assert pq.read_table(out_on / "dedup" / name).equals(pq.read_table(out_off / "dedup" / name))

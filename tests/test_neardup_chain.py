@@ -18,6 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from conftest import with_kernels
+
 import dataclean
 from dataclean.stages.dedup_minhash import MinHashDedup, _prefix_keys, _segment_keys, connected_components
 
@@ -164,20 +166,6 @@ def _chain_nodes(n, seed):
     return nodes, a, b
 
 
-def _with_kernels(value, fn):
-    from dataclean.text import kernels
-
-    before = os.environ.get(kernels.ENV)
-    os.environ[kernels.ENV] = value
-    try:
-        return fn()
-    finally:
-        if before is None:
-            del os.environ[kernels.ENV]
-        else:
-            os.environ[kernels.ENV] = before
-
-
 @pytest.mark.parametrize("params", [{}, {"min_similarity_to_rep": 0.9}, {"min_similarity_to_rep": 0.6},
                                     {"verify_pairs": False, "min_similarity_to_rep": 2 / 3},
                                     {"verify_with": "signature"}, {"verify_with": "signature", "threshold": 0.7},
@@ -187,7 +175,7 @@ def test_the_index_equals_comparing_all_open_pairs(params):
     pairwise = MinHashDedup(max_pairwise_component=10 ** 9, **params)._decide_chunk(nodes, a, b)
     modes = ["0"] + (["1"] if NUMBA else [])
     for kernels in modes:
-        index = _with_kernels(kernels, lambda: MinHashDedup(max_pairwise_component=1, **params)._decide_chunk(nodes, a, b))
+        index = with_kernels(kernels, lambda: MinHashDedup(max_pairwise_component=1, **params)._decide_chunk(nodes, a, b))
         assert index[0].equals(pairwise[0]) and index[1].equals(pairwise[1])
     if params in ({}, {"verify_with": "signature"}):
         assert pairwise[0].num_rows >= 10  # (the chain does cluster)
@@ -266,14 +254,14 @@ def test_connected_components_of_a_long_shuffled_chain():
     n = 20_000
     perm = np.random.default_rng(1).permutation(n)
     u, v = perm[:-1], perm[1:]
-    labels = [_with_kernels("0", lambda: connected_components(n, u, v))]
+    labels = [with_kernels("0", lambda: connected_components(n, u, v))]
     if NUMBA:
-        labels.append(_with_kernels("1", lambda: connected_components(n, u, v)))
+        labels.append(with_kernels("1", lambda: connected_components(n, u, v)))
     for lab in labels:
         assert lab.dtype == np.int64 and not lab.any()  # one component, labelled by its smallest node
     small = (np.array([5, 1, 3, 9]), np.array([1, 2, 4, 8]))  # 1-2-5, 3-4, 8-9; 0, 6, 7 alone
     for kernels in ["0"] + (["1"] if NUMBA else []):
-        got = _with_kernels(kernels, lambda: connected_components(10, *small))
+        got = with_kernels(kernels, lambda: connected_components(10, *small))
         assert got.tolist() == [0, 1, 1, 3, 3, 1, 6, 7, 8, 8]
 
 
@@ -351,6 +339,7 @@ def test_numpy_hooking_gives_the_kernel_labels_and_gives_up_safely():
     np.minimum.at(smallest, label, np.arange(n))
     got = _hook_components(n, u, v)
     assert np.array_equal(got, smallest[label])  # (a component's label: its smallest node)
-    assert np.array_equal(_with_kernels("0", lambda: connected_components(n, u, v)), got)
+    assert np.array_equal(with_kernels("0", lambda: connected_components(n, u, v)), got)
     assert _hook_components(n, u, v, max_rounds=1) is None  # (a shuffled path needs more than one round)
     assert np.array_equal(_hook_components(4, np.array([3, 2]), np.array([2, 1])), [0, 1, 1, 1])
+
