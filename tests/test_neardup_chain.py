@@ -343,3 +343,14 @@ def test_numpy_hooking_gives_the_kernel_labels_and_gives_up_safely():
     assert _hook_components(n, u, v, max_rounds=1) is None  # (a shuffled path needs more than one round)
     assert np.array_equal(_hook_components(4, np.array([3, 2]), np.array([2, 1])), [0, 1, 1, 1])
 
+
+@pytest.mark.skipif(not NUMBA, reason="compiled kernels only")
+def test_edges_verified_in_threads_equal_one_thread():
+    nodes, a, b = _chain_nodes(60, seed=9)
+    u, v = np.tile(a, 60), np.tile(b, 60)  # (106,200 edges: past the 100,000 where threads start)
+    stage = MinHashDedup()
+    one = with_kernels("1", lambda: stage._similarity_fn(nodes).pairs(u, v))
+    stage.verify_threads = 2
+    two = with_kernels("1", lambda: stage._similarity_fn(nodes).pairs(u, v))
+    assert len(u) >= 100_000 and np.array_equal(one, two)
+    assert one[0] == with_kernels("1", lambda: stage._similarity_fn(nodes)(int(a[0]), int(b[0])))

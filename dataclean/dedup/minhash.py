@@ -168,6 +168,18 @@ def kernels_loaded() -> bool:
     return _state.get("mod") is not None
 
 
+def in_slices(n: int, threads: int, fn) -> list:
+    """``[fn(lo, hi), ...]`` over ``threads`` consecutive slices of ``range(n)``, in threads (for kernels that
+    release the GIL), in slice order; one call in this thread when ``threads`` < 2."""
+    if threads < 2:
+        return [fn(0, n)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    cut = [n * i // threads for i in range(threads + 1)]
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(fn, cut[:-1], cut[1:]))
+
+
 def shingle_sets(texts: pa.Array | pa.ChunkedArray, word_ngram: int = 5, char_ngram: int = 5,
                  threads: int = 1) -> tuple[np.ndarray, np.ndarray] | None:
     """``(values, offsets)``: each document's :func:`shingle_hashes` of its :func:`shingle_text`, sorted and
@@ -189,13 +201,9 @@ def shingle_sets(texts: pa.Array | pa.ChunkedArray, word_ngram: int = 5, char_ng
         values, offsets = shingle_hashes(shingle_text(texts.slice(lo, hi - lo)), word_ngram, char_ngram)
         return k.unique_sets(values, offsets)
 
-    if threads == 1:
-        return one(0, n)
-    from concurrent.futures import ThreadPoolExecutor
-
-    cut = [n * i // threads for i in range(threads + 1)]
-    with ThreadPoolExecutor(threads) as pool:
-        parts = list(pool.map(one, cut[:-1], cut[1:]))
+    parts = in_slices(n, threads, one)
+    if len(parts) == 1:
+        return parts[0]
     shift = np.cumsum([0] + [int(o[-1]) for _, o in parts[:-1]])
     offsets = np.concatenate([[0]] + [o[1:] + d for (_, o), d in zip(parts, shift)]).astype(np.int64)
     return np.concatenate([v for v, _ in parts]), offsets

@@ -70,8 +70,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dataclean.audit.tables import sql_list, sql_string
-from dataclean.dedup.minhash import (DEFAULT_SCHEME, _mh_kernels, band_hashes, kernels_enabled, kernels_loaded,
-                                     optimal_bands, shingle_hashes, shingle_sets, shingle_text, signatures)
+from dataclean.dedup.minhash import (DEFAULT_SCHEME, _mh_kernels, band_hashes, in_slices, kernels_enabled,
+                                     kernels_loaded, optimal_bands, shingle_hashes, shingle_sets, shingle_text,
+                                     signatures)
 from dataclean.io.writers import WORK_CODEC, atomic_write_table, write_json_atomic
 from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
 from dataclean.text.kernels import fixed_binary_values
@@ -351,17 +352,11 @@ class MinHashDedup(Stage):
 
             def exact_compiled(i: int, j: int) -> float:
                 return k.jaccard_one(set_values, set_offsets, i, j)
+
             def pairs(u: np.ndarray, v: np.ndarray) -> np.ndarray:
                 u, v = np.asarray(u, np.int64), np.asarray(v, np.int64)
-                if threads < 2 or len(u) < 100_000:
-                    return k.jaccard_pairs(set_values, set_offsets, u, v)
-                from concurrent.futures import ThreadPoolExecutor
-
-                cut = [len(u) * i // threads for i in range(threads + 1)]
-                with ThreadPoolExecutor(threads) as pool:
-                    return np.concatenate(list(pool.map(
-                        lambda lo, hi: k.jaccard_pairs(set_values, set_offsets, u[lo:hi], v[lo:hi]),
-                        cut[:-1], cut[1:])))
+                return np.concatenate(in_slices(len(u), threads if len(u) >= 100_000 else 1, lambda lo, hi:
+                                                k.jaccard_pairs(set_values, set_offsets, u[lo:hi], v[lo:hi])))
             exact_compiled.pairs = pairs
 
             def greedy(group: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
