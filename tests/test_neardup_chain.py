@@ -231,6 +231,43 @@ def test_prefix_tokens_hold_every_pair_that_reaches_the_threshold():
     assert np.diff(off).tolist() == [1, 2]
 
 
+@pytest.mark.skipif(not NUMBA, reason="the compiled kernels need numba")
+def test_early_exit_jaccard_and_sliced_index_match_the_plain_kernels():
+    from dataclean.dedup import _minhash_numba as kn
+    from dataclean.dedup.minhash import _mh_kernels, in_slices
+    k = _mh_kernels()
+    rng = np.random.default_rng(11)
+    # exact boundaries: 4 of 5 (0.8), 2 of 3, equal sets, two empty sets, one empty set
+    sets = [np.array([1, 2, 3, 4], np.uint32), np.array([1, 2, 3, 4, 5], np.uint32),
+            np.array([1, 2], np.uint32), np.array([1, 2, 3], np.uint32), np.array([2, 3, 4, 5], np.uint32),
+            np.array([], np.uint32), np.array([], np.uint32), np.array([7], np.uint32)]
+    base = rng.choice(80, size=30, replace=False)
+    for _ in range(60):
+        s = base.copy()
+        s[rng.integers(0, len(s), size=rng.integers(0, 9))] = rng.integers(0, 120, size=1)
+        sets.append(np.unique(s[: rng.integers(10, 31)]).astype(np.uint32))
+    values = np.concatenate(sets).astype(np.uint32)
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
+    n = len(sets)
+    below = 0
+    for t in (0.5, 2 / 3, 0.75, 0.8, 0.9, 1.0):
+        for i in range(n):
+            for j in range(n):
+                exact = kn.jaccard_one(values, offsets, i, j)
+                got = kn._jaccard_at_least(values, offsets, i, j, t)
+                assert got == (exact if exact >= t else -1.0), (t, i, j, exact, got)
+                below += exact < t
+        group = rng.permutation(n).astype(np.int64)
+        pre_off, packed = k.prefix_values(values, offsets, group, t, 12)
+        sizes_off, pack_off = k.prefix_sizes(offsets, group, t)
+        sketch = np.sum(in_slices(n, 3, lambda lo, hi: k.prefix_sketch(values, offsets, group, lo, hi, 12)),
+                        axis=0, dtype=np.int32)
+        sliced = np.empty(int(pack_off[-1]), np.uint64)
+        in_slices(n, 3, lambda lo, hi: k.prefix_pack(values, offsets, group, pack_off, sketch, lo, hi, sliced))
+        assert np.array_equal(sizes_off, pre_off) and np.array_equal(sliced, packed)
+    assert below > 1000
+
+
 def test_signature_segments_hold_every_pair_that_reaches_the_threshold():
     rng = np.random.default_rng(7)
     base = rng.integers(0, 2 ** 32, size=16, dtype=np.uint64).astype(np.uint32)
@@ -354,3 +391,32 @@ def test_edges_verified_in_threads_equal_one_thread():
     two = with_kernels("1", lambda: stage._similarity_fn(nodes).pairs(u, v))
     assert len(u) >= 100_000 and np.array_equal(one, two)
     assert one[0] == with_kernels("1", lambda: stage._similarity_fn(nodes)(int(a[0]), int(b[0])))
+
+
+@pytest.mark.skipif(not NUMBA, reason="the compiled kernels need numba")
+def test_gathered_shingle_sets_give_the_jaccards_of_the_texts(tmp_path):
+    """The gather map tasks replace the candidates' texts by their shingle sets (large_binary); read back
+    from Parquet and sliced, they give the verification the Jaccards the texts give."""
+    from dataclean.dedup.minhash import shingle_hash_single, shingle_text
+    from dataclean.exec.aggregate import _with_shingle_sets
+    base = "the committee met on tuesday to discuss the new budget for the city library and its branches"
+    texts = ["padding row", base, base.replace("tuesday", "monday"), "数据清洗流水线把网页文本变成训练语料，每一步都要说明理由",
+             "数据清洗流水线把网页文本变成训练语料，每一步都要写明理由", "", "short text"]
+    rows = pa.table({"id": [f"d{i}" for i in range(len(texts))], "text": texts})
+    gathered = with_kernels("1", lambda: _with_shingle_sets(rows, 5, 5, 2))
+    assert gathered.column_names == ["id", "shingle_set"]
+    pq.write_table(gathered, tmp_path / "g.parquet")
+    back = pq.read_table(tmp_path / "g.parquet").slice(1)  # (a slice: its offsets do not start at 0)
+    stage = MinHashDedup()
+    by_sets = with_kernels("1", lambda: stage._similarity_fn(back))
+    by_text = with_kernels("1", lambda: stage._similarity_fn(rows.slice(1)))
+    ref = [set(shingle_hash_single(t)) for t in shingle_text(pa.array(texts[1:])).to_pylist()]
+    for i in range(len(ref)):
+        for j in range(len(ref)):
+            inter = len(ref[i] & ref[j])
+            union = len(ref[i] | ref[j])
+            want = 1.0 if union == 0 else inter / union
+            assert by_sets(i, j) == by_text(i, j) == want, (i, j)
+    # one word in 17 changed: 5 of the 13 word 5-grams differ on each side
+    assert by_sets(0, 1) == 8 / 18
+    assert by_sets(4, 4) == 1.0 and by_sets(4, 5) == 0.0

