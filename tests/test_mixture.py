@@ -285,3 +285,20 @@ def test_a_source_of_a_few_huge_documents_warns_when_it_falls_short(tmp_path):
     assert row["achieved_tokens"] < row["target_tokens"] and row["selected_docs"] == 1
     assert "no document left out of the selection is small enough" in row["warning"]
     assert "warning: mixture books" in res.stderr
+
+
+def test_bundled_sample_recipe_is_met_on_sample_data(tmp_path, sample_data):
+    """The recipe the README offers for sample_data can be met: no source short, every share within 0.5% of
+    its weight (whole documents: wiki ends 100 tokens short of 90,000). A 1M-token budget with web and wiki at
+    0.30 each fell 29.5% and 66% short."""
+    out = tmp_path / "out"
+    res = run_cli("run", sample_data, "-o", out, "--mixture", "sample", "--workers", "2")
+    assert res.returncode == 0, res.stderr
+    assert "short" not in res.stderr and "warning: mixture" not in res.stderr
+    mix = pq.read_table(out / "stats" / "mixture.parquet").to_pylist()
+    assert sorted(r["source"] for r in mix) == ["code", "docs", "papers", "web", "wiki"]
+    for r in mix:
+        assert not r["warning"], r
+        assert r["target_tokens"] == round(600_000 * r["target_weight"])
+        assert 0.995 * r["target_tokens"] <= r["achieved_tokens"] <= r["target_tokens"], r
+    assert next(r for r in mix if r["source"] == "papers")["epochs_used"] > 1  # (repeated, as max_epochs allows)
