@@ -208,14 +208,14 @@ def place_decontaminate(cfg: dict) -> dict:
             if not spec.get("benchmarks"):
                 spec.update({k: v for k, v in entry.items() if k not in spec or k == "benchmarks"})
         return cfg
-    from dataclean.stages import REGISTRY
+    from dataclean.stages import find_stage
     names = [s.get("name") or s.get("stage") for s in cfg["pipeline"] if isinstance(s, dict)]
     before = section.get("before")
     if before in names:
         at = names.index(before)
     else:
         kinds = [s.get("stage") for s in cfg["pipeline"] if isinstance(s, dict)]
-        at = next((i for i, k in enumerate(kinds) if getattr(REGISTRY.get(k), "is_global", False)), len(kinds))
+        at = next((i for i, k in enumerate(kinds) if getattr(find_stage(k), "is_global", False)), len(kinds))
     cfg["pipeline"].insert(at, entry)
     return cfg
 

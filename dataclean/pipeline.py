@@ -8,6 +8,8 @@ columns here and decide later, over the whole corpus, in the global step.
 from __future__ import annotations
 
 import inspect
+import os
+import sys
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -17,8 +19,8 @@ import pyarrow.compute as pc
 
 from dataclean.sources import KIND_COLUMN, KINDS, SourceKinds, row_mask
 from dataclean.schema import BASE_SIGNAL_FIELDS, DOC_FIELDS, LEDGER_FIELDS, OUTPUT_DOC_NAMES
-from dataclean.stages import REGISTRY, Stage
-from dataclean.stages.base import Decisions, StageResult, with_columns
+from dataclean.stages import Stage, is_plugin, plugin_path, resolve_stage
+from dataclean.stages.base import Decisions, Filter, StageResult, with_columns
 from dataclean.text.tokenize import WORDS_COLUMN
 from dataclean.tokens import TokenCounter, count_chars
 
@@ -55,8 +57,17 @@ class Pipeline:
 
     def task_config(self, config: dict) -> dict:
         """``config`` (the one this pipeline was built from) with each stage's :meth:`Stage.derived_params`
-        written into its pipeline entry: the config the driver gives its tasks. It builds the same stages."""
-        entries = [dict(spec, **stage.derived_params()) for spec, stage in zip(config["pipeline"], self.stages)]
+        written into its pipeline entry: the config the driver gives its tasks. It builds the same stages.
+        A plug-in stage's entry also gets ``plugin_path``, the folder the driver imported it from
+        (:func:`dataclean.stages.plugin_path`), which a worker adds to its ``sys.path`` before it imports the
+        plug-in: a Ray worker does not get the folders the driver added to its ``sys.path``."""
+        entries = []
+        for spec, stage in zip(config["pipeline"], self.stages):
+            entry = dict(spec, **stage.derived_params())
+            folder = plugin_path(type(stage)) if PLUGIN_PATH_KEY not in spec else None
+            if folder:
+                entry[PLUGIN_PATH_KEY] = folder
+            entries.append(entry)
         return dict(config, pipeline=entries)
 
     # -- schemas ------------------------------------------------------------------------------------------
@@ -196,22 +207,41 @@ def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+#: The key :meth:`Pipeline.task_config` writes into a plug-in's recipe entry: the folder to import it from.
+PLUGIN_PATH_KEY = "plugin_path"
+
+
 def build_stage(spec: dict) -> Stage:
-    """Build a stage from a recipe entry ``{"stage": KIND, "name": optional, **params}``."""
+    """Build a stage from a recipe entry ``{"stage": KIND, "name": optional, **params}``. ``KIND`` is a built-in
+    kind, a plug-in's ``module:Class`` or an entry-point name (:func:`dataclean.stages.resolve_stage`)."""
     spec = dict(spec)
     kind = spec.pop("stage", None)
     only, skip = spec.pop("only_sources", None), spec.pop("skip_sources", None) or ()
     only_kinds, skip_kinds = spec.pop("only_kinds", None), spec.pop("skip_kinds", None) or ()
-    if kind not in REGISTRY:
-        known = ", ".join(sorted(REGISTRY))
-        raise ValueError(f"unknown stage {kind!r} (known stages: {known})")
-    cls = REGISTRY[kind]
+    folder = spec.pop(PLUGIN_PATH_KEY, None)
+    if folder is not None:
+        if not isinstance(folder, str):
+            raise ValueError(f"stage {kind!r}: {PLUGIN_PATH_KEY} must be a folder, got {folder!r}")
+        if folder not in {os.path.abspath(p) if p else os.getcwd() for p in sys.path}:
+            sys.path.append(folder)  # (appended: never shadows what this process already imports)
+    cls = resolve_stage(kind)
     accepted = set(inspect.signature(cls.__init__).parameters) - {"self"}
     unknown = set(spec) - accepted
     if unknown:
         raise ValueError(f"stage {kind!r}: unknown parameter(s) {', '.join(sorted(unknown))} "
                          f"(accepted: {', '.join(sorted(accepted))})")
-    stage = cls(**spec)
+    if is_plugin(cls):
+        try:
+            stage = cls(**spec)
+        except (ValueError, TypeError):
+            raise
+        except Exception as exc:  # a plug-in's constructor is the user's code: one line, not a traceback
+            raise ValueError(f"stage {kind!r}: {cls.__name__}({', '.join(sorted(spec))}) failed: "
+                             f"{type(exc).__name__}: {exc}") from None
+        if isinstance(stage, Filter):
+            probe_filter(stage, kind)
+    else:
+        stage = cls(**spec)
     for key, value in (("only_sources", only), ("skip_sources", skip), ("only_kinds", only_kinds),
                        ("skip_kinds", skip_kinds)):
         what = "kinds" if key.endswith("kinds") else "source names"
@@ -228,3 +258,23 @@ def build_stage(spec: dict) -> Stage:
     stage.only_kinds = list(only_kinds) if only_kinds is not None else None
     stage.skip_kinds = list(skip_kinds)
     return stage
+
+
+#: What :func:`probe_filter` runs a filter plug-in on: an empty document, English, Chinese.
+PROBE_TEXTS = ["", "The cat sat on the mat. It was warm there.", "今天天气很好，我们去公园散步。"]
+
+
+def probe_filter(stage: Filter, kind) -> None:
+    """Run a filter plug-in once on three tiny documents, so that a broken ``compute`` (an exception, the wrong
+    number of values, strings instead of numbers) is a one-line config error before any worker starts, not a
+    failed task per input file."""
+    batch = pa.record_batch({"text": pa.array(PROBE_TEXTS, pa.string())})
+    try:
+        stage.apply(batch)
+    except ValueError as exc:
+        if str(exc).startswith(f"stage {stage.name}: "):  # (Filter's own message about compute's answer)
+            raise
+        raise ValueError(f"stage {kind!r}: {type(stage).__name__}.compute failed on a test batch: {exc}") from None
+    except Exception as exc:
+        raise ValueError(f"stage {kind!r}: {type(stage).__name__}.compute failed on a test batch: "
+                         f"{type(exc).__name__}: {exc}") from None

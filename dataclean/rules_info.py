@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from dataclean.config import load_yaml, resolve_config, rules_dir
 from dataclean.pipeline import build_stage
+from dataclean.stages import is_plugin
 
 
 @dataclass
@@ -20,6 +21,9 @@ class RuleRow:
     sources: str
     file: str
     doc: str
+    #: For a plug-in stage, the class that runs it (``module:Class``), so a listing says whose code decides;
+    #: empty for a built-in stage.
+    plugin: str = ""
 
 
 def describe_rules(config_path: str | None = None, benchmarks: list[str] | None = None) -> list[RuleRow]:
@@ -35,15 +39,16 @@ def describe_rules(config_path: str | None = None, benchmarks: list[str] | None 
         params = stage.params()
         by_lang = params.pop("by_lang", {}) or {}
         sources = stage.scope()
+        plugin = f"{type(stage).__module__}:{type(stage).__qualname__}" if is_plugin(type(stage)) else ""
         specs = stage.rule_specs or []
         for r in specs:
             thresholds = {p: params.get(p) for p in r.params}
             langs = {code: {p: v for p, v in o.items() if p in r.params} for code, o in by_lang.items()}
             rows.append(RuleRow(stage.name, stage.kind, r.rule, r.signal, r.compare, thresholds,
-                                {c: v for c, v in langs.items() if v}, sources, origin, r.doc))
+                                {c: v for c, v in langs.items() if v}, sources, origin, r.doc, plugin))
         if not specs:
             rows.append(RuleRow(stage.name, stage.kind, "-", ", ".join(f.name for f in stage.signal_fields), "-",
-                                params, by_lang, sources, origin, ""))
+                                params, by_lang, sources, origin, "", plugin))
     if not any(spec.get("stage") == "decontaminate" for spec in cfg["pipeline"]):  # off until benchmarks are given
         from dataclean.stages.decontaminate import Decontaminate
         section = cfg.get("decontaminate") or {}

@@ -9,6 +9,7 @@ every row it sees and a reviewer can re-threshold with SQL later.
 from __future__ import annotations
 
 import inspect
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
@@ -96,8 +97,10 @@ class Stage:
     """Base class of pass-1 stages.
 
     Subclasses set ``kind`` (the registry name used in YAML), declare ``signal_fields`` and implement
-    :meth:`apply`. Constructor keyword arguments are the stage's parameters; their defaults are the
-    documented values, and :meth:`params` returns them for the config hash and the manifest.
+    :meth:`apply`. A plug-in stage (docs/plugins.md) is such a subclass outside dataclean, named in YAML by
+    ``module:Class`` or an entry point; :class:`Filter` is the short form for one signal and one threshold.
+    Constructor keyword arguments are the stage's parameters; their defaults are the documented values, and
+    :meth:`params` returns them for the config hash and the manifest.
     """
 
     kind: ClassVar[str] = ""
@@ -186,6 +189,106 @@ class Stage:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
         return f"{type(self).__name__}({args})"
+
+
+_DEFAULT = object()  # (Filter's threshold argument when the recipe entry sets none: the class's own value)
+
+
+class Filter(Stage):
+    """The base class of a filter plug-in: one signal per document, one threshold. The contract, all of it:
+
+    * class attributes: ``kind`` (the stage's name in YAML, the ledger, the report and ``dataclean rules``),
+      ``signal`` (the float64 column it appends to every row it sees, kept or removed), ``threshold`` (the
+      default bound; a recipe entry's ``threshold:`` overrides it, ``null`` switches the rule off), ``compare``
+      (``"max"``: a document is removed when its signal is above the threshold; ``"min"``: below it), and
+      optionally ``rule`` (the ledger's rule code, default ``kind``) and ``reason`` (default the rule). The
+      class docstring's first line is the rule's description in ``dataclean rules``.
+    * one method, :meth:`compute`: the signal of every document of a batch at once, from its text.
+    * more parameters: an ``__init__`` that stores them as attributes of the same name *before* calling
+      ``super().__init__(threshold=threshold, by_lang=by_lang, name=name)``; they become YAML keys, go into the
+      config hash and the manifest (:meth:`Stage.params`) and may be overridden per language under ``by_lang``.
+
+    Signals first, then decisions: ``compute`` only measures; the threshold decides, here, so every removal
+    carries the same ledger row as a built-in rule (stage, rule, reason, value = the signal, threshold) and a
+    reviewer can re-threshold the signal column later with SQL. A signal of None or NaN means "not measured"
+    (too little text to judge, say): it is written as null and never removes the document.
+
+    Determinism: ``compute`` must depend only on the texts it is given (no clock, no global random state, no
+    dependence on which other documents share the batch), because batches are cut differently for other worker
+    counts and the output must not change with them.
+    """
+
+    #: The signal column ``compute`` fills (float64). Required.
+    signal: ClassVar[str] = ""
+    #: ``"max"``: removed when the signal is above the threshold; ``"min"``: removed when below.
+    compare: ClassVar[str] = "max"
+    #: The ledger's rule code (default: the stage's ``kind``) and reason (default: the rule code).
+    rule: ClassVar[str] = ""
+    reason: ClassVar[str] = ""
+    #: The default threshold (None: the rule is off unless the recipe entry sets one).
+    threshold: float | None = None
+
+    def __init_subclass__(cls, **kwargs):
+        """Derive what the pipeline reads (``signal_fields``, ``rule_specs``) from the class attributes, so a
+        plug-in declares each thing once."""
+        super().__init_subclass__(**kwargs)
+        if isinstance(cls.signal, str) and cls.signal:
+            cls.signal_fields = [pa.field(cls.signal, pa.float64())]
+            doc = (inspect.getdoc(cls) or "").strip().split("\n")[0] if cls.__doc__ else ""
+            cls.rule_specs = [RuleSpec(cls.rule or cls.kind, cls.signal, ("threshold",), cls.compare, doc)]
+
+    def __init__(self, threshold: float | None = _DEFAULT, by_lang: dict | None = None,  # type: ignore[assignment]
+                 name: str | None = None):
+        super().__init__(name)
+        if threshold is _DEFAULT:
+            threshold = type(self).threshold
+        self.threshold = _bound(self.kind, "threshold", threshold)
+        self.set_by_lang(by_lang)
+        for code, overrides in self.by_lang.items():
+            if "threshold" in overrides:
+                _bound(self.kind, f"by_lang.{code}.threshold", overrides["threshold"])
+
+    def compute(self, text: pa.Array) -> "pa.Array | Sequence[float | None]":  # pragma: no cover - interface
+        """The signal of each document: ``text`` is a string array (nulls already empty strings); return one
+        number (or None) per element, in order, as an Arrow array, a numpy array or a list."""
+        raise NotImplementedError(f"{type(self).__name__} must implement compute(self, text)")
+
+    def apply(self, batch: pa.RecordBatch) -> StageResult:
+        text = batch_text(batch)
+        n = len(text)
+        value = self._signal(self.compute(text), n)
+        thr = self._thresholds(batch)
+        failed = pc.greater(value, thr) if self.compare == "max" else pc.less(value, thr)
+        rule = self.rule or self.kind
+        check = Check(rule, self.reason or rule, failed, value=value, threshold=thr)
+        return StageResult(with_columns(batch, {self.signal: value}), Decisions.from_checks(n, [check]))
+
+    def _signal(self, values, n: int) -> pa.Array:
+        """``compute``'s answer as float64 with NaN as null, or a one-line error naming what to return."""
+        where = f"stage {self.name}: {type(self).__name__}.compute"
+        try:
+            if isinstance(values, pa.ChunkedArray):
+                values = values.combine_chunks()
+            arr = pc.cast(values, pa.float64()) if isinstance(values, pa.Array) else pa.array(values, pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError) as exc:
+            raise ValueError(f"{where} must return numbers (or None), one per document: {exc}") from None
+        if len(arr) != n:
+            raise ValueError(f"{where} returned {len(arr)} values for {n} documents; return one per document, in order")
+        return pc.if_else(pc.is_nan(arr), pa.scalar(None, pa.float64()), arr)
+
+    def _thresholds(self, batch: pa.RecordBatch) -> pa.Array:
+        """The threshold per row (``by_lang`` overrides by the row's ``lang``); null where it is off."""
+        by_lang = {code: {"threshold": math.nan if ov["threshold"] is None else ov["threshold"]}
+                   for code, ov in self.by_lang.items() if "threshold" in ov}
+        thr = self.per_row(batch, "threshold", by_lang)
+        return pc.if_else(pc.is_nan(thr), pa.scalar(None, pa.float64()), thr)
+
+
+def _bound(kind: str, key: str, value):
+    """A threshold must be a number or None (off): a string from YAML would otherwise fail deep in a worker."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value)):
+        raise ValueError(f"stage {kind!r}: {key} must be a number (or null to switch the rule off), got {value!r}")
+    return value
 
 
 def batch_text(batch: pa.RecordBatch) -> pa.Array:
