@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import json
 import os
 from typing import Any
@@ -120,26 +121,203 @@ def _merge(base: Any, override: Any, key: str) -> Any:
     return override
 
 
-def resolve_config(user: dict | str | os.PathLike | None = None, overrides: dict | None = None) -> dict:
-    """Merge a user config (a dict or a YAML path) and flat overrides (``{"output.rejected_text": False}``)
-    onto the defaults, validate it and return the resolved config."""
+#: The top-level key of a config that changes stages' parameters by name, without restating the pipeline:
+#: ``stages: {gopher_quality: {min_words: 30}}``. (A ``pipeline:`` list replaces the whole list, which a
+#: config still needs to reorder, add or remove stages.) Not a key of the resolved config.
+PATCH_KEY = "stages"
+
+
+def resolve_config(user: dict | str | os.PathLike | None = None, overrides: dict | None = None,
+                   sets: list[str] | tuple[str, ...] | None = None) -> dict:
+    """Merge a user config (a dict or a YAML path), flat overrides (``{"output.rejected_text": False}``) and
+    ``sets`` (``["gopher_quality.min_words=30"]``, as ``--set`` gives them) onto the defaults, validate it and
+    return the resolved config.
+
+    A dotted key whose first part is not a config section names a stage of the pipeline (its ``name:``, else
+    its kind) and one of its parameters; so do the keys of the user config's ``stages:`` mapping. Stage
+    patches apply to the pipeline as it will run (after ``pipeline:``, ``extract`` and ``decontaminate``
+    placed theirs), in order: the file's, the overrides', the sets'. Every error names the key it is about."""
     cfg = default_config()
+    stage_patches: list[tuple[str, str, Any]] = []  # (label of the key in messages, stage, {param: value})
     if user is not None:
         if not isinstance(user, dict):
             user = load_yaml(bundled_config(user))
+        user = dict(user)
+        patch = user.pop(PATCH_KEY, None)
         cfg = _merge(cfg, user, "")
-    for dotted, value in (overrides or {}).items():
-        patch: dict = {}
-        cur = patch
-        parts = dotted.split(".")
-        for p in parts[:-1]:
-            cur = cur.setdefault(p, {})
-        cur[parts[-1]] = value
-        cfg = _merge(cfg, patch, "")
+        if patch is not None:
+            if not isinstance(patch, dict):
+                raise ConfigError(f"{PATCH_KEY}: expected a mapping of stage name to parameters, e.g. "
+                                  f"{PATCH_KEY}: {{gopher_quality: {{min_words: 30}}}}; got {type(patch).__name__}")
+            for stage, params in patch.items():
+                if not isinstance(params, dict):
+                    raise ConfigError(f"{PATCH_KEY}.{stage}: expected a mapping of parameter to value, e.g. "
+                                      f"{{min_words: 30}}; got {params!r}")
+                stage_patches.append((f"{PATCH_KEY}.", str(stage), params))
+    pairs = [("", k, v) for k, v in (overrides or {}).items()] + [("--set ", *parse_set(item)) for item in sets or ()]
+    for prefix, dotted, value in pairs:
+        head, _, rest = str(dotted).partition(".")
+        if head in cfg:
+            cfg = _set_dotted(cfg, str(dotted), value, prefix)
+        else:  # a stage: checked once the pipeline is placed (a kind it lacks may be added by extract...)
+            if not rest:
+                raise ConfigError(f"{prefix}{dotted}: {_no_such_section(head, cfg)}")
+            stage_patches.append((prefix, head, _nest(rest.split("."), value)))
     cfg["mixture"] = resolve_mixture(cfg.get("mixture"))
     cfg = place_decontaminate(place_extract(cfg))
+    for prefix, stage, params in stage_patches:
+        cfg = patch_stage(cfg, stage, params, prefix)
     validate(cfg)
     return cfg
+
+
+def parse_set(item: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` (one ``--set``) as ``(KEY, value)``, the value read as YAML: ``30`` is a number, ``true`` a
+    boolean, ``null`` nothing, ``[en, zh]`` a list, anything else the string itself."""
+    key, eq, text = str(item).partition("=")
+    key = key.strip()
+    if not eq or not key:
+        raise ConfigError(f"--set {item}: expected KEY=VALUE, e.g. --set gopher_quality.min_words=30")
+    if not all(key.split(".")):
+        raise ConfigError(f"--set {key}: an empty part in the key (write STAGE.PARAMETER or SECTION.KEY)")
+    try:
+        _check_aliases(text, f"--set {key}")
+        value = yaml.load(text, Loader=_YAML_LOADER) if text.strip() else None
+    except ConfigError:
+        raise
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ConfigError(f"--set {key}: {text!r} is not a YAML value ({problem}); quote it for a string") from None
+    return key, value
+
+
+def _nest(parts: list[str], value: Any) -> dict:
+    for part in reversed(parts):
+        value = {part: value}
+    return value
+
+
+def _did_you_mean(word: str, choices) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f"did you mean {close[0]}?" if close else ""
+
+
+def _no_such_section(head: str, cfg: dict) -> str:
+    names = _stage_names(cfg["pipeline"]) if isinstance(cfg.get("pipeline"), list) else []
+    hint = _did_you_mean(head, list(cfg) + names)
+    return (f"no config section or stage {head}" + (f" ({hint})" if hint else "")
+            + f"; sections: {', '.join(k for k in cfg if isinstance(cfg[k], dict))}; stages: {', '.join(names)}")
+
+
+def _set_dotted(cfg: dict, dotted: str, value: Any, prefix: str) -> dict:
+    """``cfg`` with the key at ``dotted`` (a path of config sections) set to ``value``: an unknown key is an
+    error naming what exists there; the value is checked as a config file's would be (:func:`_merge`)."""
+    parts = dotted.split(".")
+    cur: Any = cfg
+    for i, part in enumerate(parts[:-1] if parts[0] not in OPEN_MAPPINGS else parts[:1]):
+        if not isinstance(cur, dict) or part not in cur:
+            break
+        cur = cur[part]
+        if i + 1 < len(parts) and isinstance(cur, dict) and parts[0] not in OPEN_MAPPINGS and \
+                parts[i + 1] not in cur:
+            where = ".".join(parts[:i + 1])
+            hint = _did_you_mean(parts[i + 1], cur)
+            raise ConfigError(f"{prefix}{dotted}: {where} has no key {parts[i + 1]}"
+                              + (f" ({hint})" if hint else f" (its keys: {', '.join(map(str, cur))})"))
+    try:
+        return _merge(cfg, _nest(parts, value), "")
+    except ConfigError as exc:
+        raise ConfigError(f"{prefix}{exc}") from None
+
+
+def _stage_names(pipeline: list) -> list[str]:
+    return [str(s.get("name") or s.get("stage")) for s in pipeline if isinstance(s, dict)]
+
+
+def _stage_parameters(kind: str) -> dict[str, Any] | None:
+    """A stage kind's parameters and their defaults (``inspect.Parameter.empty``: none), with the row filters
+    every stage takes; None for a kind the registry does not know (its entry fails in :func:`validate`)."""
+    from dataclean.stages import find_stage
+
+    cls = find_stage(kind)  # (built-in or plug-in)
+    if cls is None:
+        return None
+    params = {n: p.default for n, p in inspect.signature(cls.__init__).parameters.items()
+              if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    return {**params, **{k: None for k in ("only_sources", "skip_sources", "only_kinds", "skip_kinds")}}
+
+
+def patch_stage(cfg: dict, stage: str, params: dict, prefix: str = "") -> dict:
+    """``cfg`` with the ``params`` of one pipeline entry changed: the entry named ``stage`` (its ``name:``),
+    else the one entry of that kind. Mappings (``by_lang``) are merged key by key, other values replaced.
+    Errors name the key (``prefix``: ``stages.``, ``--set `` or nothing) and what exists instead."""
+    pipeline = cfg["pipeline"]
+    entries = [i for i, s in enumerate(pipeline) if isinstance(s, dict) and s.get("name") == stage]
+    if not entries:
+        entries = [i for i, s in enumerate(pipeline) if isinstance(s, dict) and s.get("stage") == stage]
+    names = _stage_names(pipeline)
+    if not entries:
+        hint = _did_you_mean(stage, names)
+        section = (f"; the {stage} section adds it (--set {stage}.KEY=VALUE)"
+                   if isinstance(cfg.get(stage), dict) else "")
+        raise ConfigError(f"{prefix}{stage}: no stage {stage} in the pipeline"
+                          + (f" ({hint})" if hint else "") + f"{section}; its stages: {', '.join(names)}")
+    if len(entries) > 1:
+        raise ConfigError(f"{prefix}{stage}: {len(entries)} stages of kind {stage} "
+                          f"({', '.join(names[i] for i in entries)}); name one of them")
+    at = entries[0]
+    entry = dict(pipeline[at])
+    known = _stage_parameters(entry["stage"])
+    for param, value in params.items():
+        key = f"{prefix}{stage}.{param}"
+        if param == "stage":
+            raise ConfigError(f"{key}: a patch cannot change a stage's kind; write the pipeline: list to replace "
+                              "a stage")
+        if known is not None and param not in known:
+            hint = _did_you_mean(param, known)
+            raise ConfigError(f"{key}: {stage} has no parameter {param}"
+                              + (f" ({hint})" if hint else f" (its parameters: {', '.join(sorted(known))})"))
+        base = entry.get(param, known.get(param) if known else None)
+        entry[param] = _patch_value(None if base is _EMPTY else base, value, key)
+    if known is not None:
+        from dataclean.pipeline import build_stage
+        try:
+            build_stage(entry)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"{prefix}{stage}: {exc}") from None
+    return dict(cfg, pipeline=pipeline[:at] + [entry] + pipeline[at + 1:])
+
+
+#: The default of a stage parameter that has none (a required one).
+_EMPTY = inspect.Parameter.empty
+
+
+def _what(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "a string", list: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
+
+
+def _patch_value(base: Any, value: Any, key: str) -> Any:
+    """``value`` patched onto a stage parameter's current ``base``: mappings merged key by key (their keys are
+    the user's: languages, sources), anything else replaced by a value of the same sort (null: either way)."""
+    if base is None or value is None:
+        return copy.deepcopy(value)
+    if isinstance(base, dict) and isinstance(value, dict):
+        out = dict(base)
+        for k, v in value.items():
+            out[k] = _patch_value(base.get(k), v, f"{key}.{k}")
+        return out
+    same = (isinstance(base, bool) == isinstance(value, bool)) and (
+        isinstance(base, (int, float)) and isinstance(value, (int, float))
+        or type(base) is type(value) or isinstance(base, str) and isinstance(value, str))
+    if not same:
+        raise ConfigError(f"{key}: expected {_what(base)}, got {value!r}")
+    return copy.deepcopy(value)
 
 
 def bundled_config(path: str | os.PathLike) -> str | os.PathLike:

@@ -8,8 +8,12 @@ import time
 
 import click
 
+from dataclean.cli import _epilog  # (dataclean.cli imports this module lazily: no cycle at import)
 
-@click.group()
+
+@click.group(epilog=_epilog(["dataclean quality train --labels labels.jsonl -o model.npz --cv 5",
+                             "dataclean quality eval model.npz --labels heldout.jsonl"],
+                            {2: "bad usage, unreadable or unusable labels, cannot write the model"}))
 def quality() -> None:
     """Train and evaluate quality classifiers (good vs bad documents)."""
 
@@ -53,7 +57,10 @@ def _print_table(*renderables) -> None:
         console.print(r)
 
 
-@quality.command()
+@quality.command(epilog=_epilog(
+    ["dataclean quality train --labels labels.jsonl -o model.npz --cv 5",
+     "dataclean quality train --positive good/ --negative bad/ -o model.npz --holdout 0.2"],
+    {2: "bad usage, unreadable labels, one class missing, cannot write the model"}))
 @click.option("--positive", "positives", multiple=True,
               help="Good documents: a .parquet/.jsonl file, folder or glob (repeat the option for more).")
 @click.option("--negative", "negatives", multiple=True,
@@ -227,7 +234,9 @@ def _cv_lines(report: dict, k: int, seed: int) -> list[str]:
     return out
 
 
-@quality.command(name="eval")
+@quality.command(name="eval", epilog=_epilog(
+    ["dataclean quality eval model.npz --labels heldout.jsonl --threshold 0.4 --format json"],
+    {2: "bad usage, unreadable model or labels, no labelled documents"}))
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
 @click.option("--labels", "label_inputs", multiple=True, required=True,
               help="Labelled documents (.parquet/.jsonl file, folder or glob; repeatable): text + label (+ lang).")
