@@ -52,7 +52,11 @@ LEDGER_FIELDS = [
 ]
 LEDGER_NAMES = [f.name for f in LEDGER_FIELDS]
 
-#: Columns of data/ shards before the signal columns.
+#: The field metadata of an input's extra column in data/ (after the signal columns; see docs/inputs.md): it
+#: tells a reader of data/ which columns came from the input as they were, not from a stage.
+EXTRA_FIELD_METADATA = {b"dataclean.extra": b"input"}
+
+#: Columns of data/ shards before the signal columns (and the input's extra columns).
 OUTPUT_DOC_NAMES = ["id", "text", "source", "lang", "url", "meta", "origin_file", "origin_row", "n_chars", "n_tokens"]
 
 

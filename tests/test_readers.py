@@ -453,9 +453,11 @@ FILE_ERRORS = [
      lambda p: pq.write_table(pa.Table.from_arrays([pa.array(["a"]), pa.array(["b"])], names=["text", "text"]), p),
      "repeated column name(s): text"),
     ("notes.txt", lambda p: p.write_text('{"text": "a"}\n'),
-     "unsupported file type (expected .parquet, .jsonl, .jsonl.gz, .jsonl.zst, .warc, .warc.gz or .wet.gz)"),
+     "unsupported file type (expected .parquet, .arrow, .feather, .ipc, .jsonl, .json, .ndjson (each also .gz or "
+     ".zst), .warc, .warc.gz or .wet.gz)"),
     ("table.csv.gz", lambda p: write_jsonl_gz(p, [{"text": "a"}]),
-     "unsupported file type (expected .parquet, .jsonl, .jsonl.gz, .jsonl.zst, .warc, .warc.gz or .wet.gz)"),
+     "unsupported file type (expected .parquet, .arrow, .feather, .ipc, .jsonl, .json, .ndjson (each also .gz or "
+     ".zst), .warc, .warc.gz or .wet.gz)"),
     ("gone.jsonl", lambda p: None, "not a file"),
 ]
 

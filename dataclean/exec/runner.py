@@ -25,7 +25,7 @@ from dataclean.exec.layout import OWNED_ENTRIES, Layout, load_marker
 from dataclean.exec.local import LocalExecutor, prestart
 from dataclean.exec.lock import LOCK_FILE, RunLock
 from dataclean.exec.shuffle import clear_candidates
-from dataclean.exec.tasks import TaskSpec, pass1_task, pass2_task, pipeline_for, remember_pipeline
+from dataclean.exec.tasks import TaskSpec, extra_columns_plan, pass1_task, pass2_task, pipeline_for, remember_pipeline
 from dataclean.io import fs as iofs
 from dataclean.io.readers import discover_inputs
 from dataclean.io.warc import WARC_HTML_SUFFIXES
@@ -390,7 +390,8 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
         raise RunError(f"no input file could be read: {'; '.join(unlisted)}")
     if not files:
         raise RunError(f"no input files found in {', '.join(map(str, inputs))} "
-                       "(looked for .parquet, .jsonl, .jsonl.gz, .jsonl.zst, .warc, .warc.gz, .wet.gz)")
+                       "(looked for .parquet, .jsonl, .json, .ndjson (also .gz, .zst), .arrow, .feather, .ipc, "
+                       "datasets save_to_disk folders, .warc, .warc.gz, .wet.gz)")
     html_rows = _extract_rows(cfg, files)
     try:
         fp = fingerprint(cfg, files)
@@ -491,6 +492,8 @@ def _run_locked(cfg: dict, files: list[str], output: str, publish: str | None, f
         with progress.phase("pass 2", len(todo)) as tick:
             ex.map(pass2_task, todo, on_done=tick)
         timings["pass2"] = round(time.time() - t0, 3)
+        # (the extra columns' type conflicts, decided once by pass 2's first task: read from its cache, said last)
+        extra_warnings = extra_columns_plan(lay).warnings
     finally:
         if owned:
             ex.close()
@@ -529,6 +532,7 @@ def _run_locked(cfg: dict, files: list[str], output: str, publish: str | None, f
     summary.verified = report.ok
     summary.failed_inputs = [{"input": f["input"], "error": f["error"]} for f in failed]
     summary.warnings = [w for w in [sanity.mostly_bad_warning(output, sanity.mapping_of(cfg))] if w]
+    summary.warnings = extra_warnings + summary.warnings
     return summary
 
 

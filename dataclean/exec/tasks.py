@@ -3,8 +3,10 @@ local process pool, Ray) can run it; each writes its outputs atomically and then
 """
 from __future__ import annotations
 
+import base64
 import errno
 import glob
+import json
 import os
 import shutil
 import time
@@ -21,8 +23,10 @@ from dataclean.exec import shuffle
 from dataclean.exec.failpoints import failpoint
 from dataclean.exec.layout import Layout
 from dataclean.io import fs as iofs
-from dataclean.io.readers import DEFAULT_MAX_RECORD_BYTES, ColumnMapping, InputFileError, read_shard
+from dataclean.io.readers import (DEFAULT_MAX_RECORD_BYTES, EXTRA_JSON_KEY, ColumnMapping, InputFileError,
+                                  _safe_json, read_shard)
 from dataclean.io.writers import WORK_CODEC, ShardWriter, WriteError, tmp_name, write_error, write_json_atomic
+from dataclean.schema import EXTRA_FIELD_METADATA
 from dataclean.pipeline import Pipeline, conform
 from dataclean.stages.base import with_columns
 
@@ -107,6 +111,7 @@ def pass1_task(spec: TaskSpec) -> dict:
     keyed += [(stage.shuffle_rows, shuffle.ShuffleWriter(folder, stage.name, stage.shuffle_schema,
                                                          cfg["global"]["partitions"]))
               for stage in pipe.global_stages if hasattr(stage, "shuffle_rows")]
+    extras = _ExtraWriter(folder, set(pipe.survivor_schema().names) | set(pipe.output_schema().names), cfg)
     try:
         before = _stat_or_none(spec.input_path)  # what the manifest records: the file as it was when read
         for chunk in read_shard(spec.input_path, spec.task, mapping, cfg["input"]["batch_rows"], max_record_bytes):
@@ -120,6 +125,7 @@ def pass1_task(spec: TaskSpec) -> dict:
                 rejected.write(conform(chunk.bad, pipe.ledger_schema()))
             outcome = pipe.process(chunk.docs)
             docs.write(outcome.kept)
+            extras.write(chunk, outcome.kept)
             for rows_of, writer in keyed:
                 writer.add(*rows_of(outcome.kept))
             rejected.write(outcome.removed)
@@ -130,10 +136,12 @@ def pass1_task(spec: TaskSpec) -> dict:
     except InputFileError as exc:
         docs.abort()
         rejected.abort()
+        extras.abort()
         return {"task": spec.task, "input": spec.input_path, "status": "failed", "error": str(exc)}
     except WriteError:  # the output cannot be written (disk full...): stop the run, the rerun resumes
         docs.abort()
         rejected.abort()
+        extras.abort()
         raise
     except Exception as exc:  # a bug must not sink a days-long run: fail this input, keep the traceback
         if _out_of_memory(exc):  # not this input's fault: the run stops in one line, the rerun resumes
@@ -142,6 +150,7 @@ def pass1_task(spec: TaskSpec) -> dict:
             raise
         docs.abort()
         rejected.abort()
+        extras.abort()
         trace = os.path.join(lay.work, "errors", f"pass1-{spec.task:05d}.txt")
         os.makedirs(os.path.dirname(trace), exist_ok=True)
         with open(trace, "w", encoding="utf-8") as fh:
@@ -151,7 +160,9 @@ def pass1_task(spec: TaskSpec) -> dict:
     except BaseException:
         docs.abort()
         rejected.abort()
+        extras.abort()
         raise
+    extras.commit()  # (before docs: a docs file without its extras would be read as having none)
     docs.commit(write_empty=True)
     failpoint(f"pass1-files-{spec.task}")
     rejected.commit(write_empty=True)
@@ -218,7 +229,10 @@ def pass2_task(spec: TaskSpec) -> dict:
     lo, hi = spec.task << 40, (spec.task + 1) << 40
     removals = pq.read_table(lay.removals, filters=[("doc_key", ">=", lo), ("doc_key", "<", hi)])
     rem_keys = removals.column("doc_key").combine_chunks()
+    plan = extra_columns_plan(lay)
     out_schema, ledger_schema = pipe.output_schema(), pipe.ledger_schema()
+    out_schema = pa.schema(list(out_schema) + plan.fields)
+    extra_rows = _ExtraRows(sorted(glob.glob(os.path.join(lay.pass1_dir(spec.task), "extra*-*.parquet"))), plan)
     data = ShardWriter(lay.data, prefix, out_schema, max_rows=cfg["output"]["shard_max_rows"],
                        max_bytes=cfg["output"]["shard_max_mb"] << 20,
                        row_group_rows=cfg["output"]["row_group_rows"])
@@ -237,6 +251,8 @@ def pass2_task(spec: TaskSpec) -> dict:
     kept = copies = 0
     for path in sorted(glob.glob(os.path.join(lay.pass1_dir(spec.task), "docs-*.parquet"))):
         for batch in pq.ParquetFile(path).iter_batches(batch_size=cfg["input"]["batch_rows"]):
+            if plan.fields:
+                batch = with_columns(batch, extra_rows.for_keys(batch.column("doc_key")))
             gone = pc.is_in(batch.column("doc_key"), value_set=rem_keys) if len(rem_keys) else None
             if gone is not None and pc.any(gone).as_py():
                 ledger_parts.append(_global_ledger_rows(batch.filter(gone), removals, ledger_schema,
@@ -276,7 +292,8 @@ def pass2_task(spec: TaskSpec) -> dict:
             for path in sorted(glob.glob(os.path.join(folder, prefix + "-*.parquet"))):
                 iofs.publish_file(path, iofs.join(spec.publish, os.path.basename(folder), os.path.basename(path)))
     result = {"task": spec.task, "kept": kept, "copies": copies, "removed": pass1_removed + ledger.num_rows,
-              "fingerprint": spec.fingerprint, "seconds": round(time.time() - started, 3)}
+              "fingerprint": spec.fingerprint, "seconds": round(time.time() - started, 3),
+              "warnings": plan.warnings}
     write_json_atomic(result, lay.marker(f"pass2-{spec.task:05d}"))
     return result
 
@@ -321,3 +338,202 @@ def _global_ledger_rows(gone: pa.RecordBatch, removals: pa.Table, schema: pa.Sch
     return conform(with_columns(gone, decided), schema)
 
 
+
+
+# --------------------------------------------------------------------------------------------------------
+# Extra columns: an input's unmapped columns, carried to data/ in their own Arrow types
+#
+# Pass 1 writes, beside each task's survivors, the extra columns of its kept rows with their doc_key
+# (``extra{k:04d}-NNNNN.parquet``: a new k whenever a chunk's extra columns have another schema, as a JSON
+# file's inferred types may). Pass 2 needs one type per column for all of data/, whatever the worker count:
+# :func:`extra_columns_plan` decides it from every task's files (their footers), the same in every task, and
+# keeps it in ``_work/extra_columns.json``. The stages never see these columns (they see ``meta``, the JSON).
+
+
+@dataclass
+class ExtraPlan:
+    """The extra columns of data/ (after the canonical and signal columns), and one warning line per column
+    whose types could not be unified (those are written as JSON text)."""
+
+    fields: list
+    json_names: set
+    warnings: list
+
+
+class _ExtraWriter:
+    """Pass 1: the extra columns of the kept rows of each chunk, keyed by doc_key. Columns named like a
+    column of the output (``meta``, ``lang`` when no column is mapped to it, ``n_chars``, a signal) stay only
+    in ``meta``: the output's own column must keep its meaning."""
+
+    def __init__(self, folder: str, reserved: set, cfg: dict):
+        self.folder, self.reserved = folder, reserved | {"doc_key"}
+        self.max_rows, self.max_bytes = cfg["output"]["shard_max_rows"], cfg["output"]["shard_max_mb"] << 20
+        self.writers: list[ShardWriter] = []
+
+    def write(self, chunk, kept: pa.RecordBatch) -> None:
+        extra = chunk.extra
+        if extra is None or kept.num_rows == 0:
+            return
+        names = [n for n in extra.schema.names if n not in self.reserved]
+        if not names:
+            return
+        keys = chunk.docs.column("doc_key").to_numpy()
+        want = kept.column("doc_key").to_numpy()
+        at = np.searchsorted(keys, want)
+        rows = extra.select(names).take(pa.array(at))
+        fields = [pa.field("doc_key", pa.int64())] + [rows.schema.field(n) for n in names]
+        rows = pa.RecordBatch.from_arrays([pa.array(want, pa.int64())] + rows.columns, schema=pa.schema(fields))
+        if not self.writers or self.writers[-1].schema != rows.schema or \
+                self.writers[-1].schema.metadata != rows.schema.metadata or \
+                [f.metadata for f in self.writers[-1].schema] != [f.metadata for f in rows.schema]:
+            self.writers.append(ShardWriter(self.folder, f"extra{len(self.writers):04d}", rows.schema,
+                                            max_rows=self.max_rows, max_bytes=self.max_bytes, codec=WORK_CODEC))
+        self.writers[-1].write(rows)
+
+    def commit(self) -> None:
+        for writer in self.writers:
+            writer.commit()
+
+    def abort(self) -> None:
+        for writer in self.writers:
+            writer.abort()
+
+
+def extra_columns_plan(lay: Layout) -> ExtraPlan:
+    """The extra columns of data/ for the tasks of the global step's marker (the tasks pass 2 writes):
+    :func:`plan_extra_columns` of their pass-1 extra files, cached in ``_work/extra_columns.json`` for
+    that fingerprint and task list (pass 2's tasks all ask; the first to finish writes it)."""
+    from dataclean.exec.layout import load_marker
+
+    g = load_marker(lay, "global") or {}
+    tasks, fp = list(g.get("tasks", [])), g.get("fingerprint")
+    path = lay.p("_work", "extra_columns.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            cached = json.load(fh)
+        if cached.get("fingerprint") == fp and cached.get("tasks") == tasks:
+            schema = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(cached["schema"])))
+            return ExtraPlan(list(schema), set(cached["json"]), list(cached["warnings"]))
+        _clear([path])  # an earlier global step's: decided again (and its warnings said again)
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, KeyError, TypeError, pa.ArrowException):
+        _clear([path])
+    files = []
+    for task in tasks:
+        marker = load_marker(lay, f"pass1-{task:05d}") or {}
+        for f in sorted(glob.glob(os.path.join(lay.pass1_dir(task), "extra*-*.parquet"))):
+            files.append((marker.get("input", f"input {task}"), pq.read_schema(f)))
+    plan = plan_extra_columns(files)
+    text = json.dumps({"fingerprint": fp, "tasks": tasks,
+                       "schema": base64.b64encode(pa.schema(plan.fields).serialize().to_pybytes()).decode(),
+                       "json": sorted(plan.json_names), "warnings": plan.warnings}, sort_keys=True)
+    tmp = tmp_name(path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)  # (every task decides the same plan: the last one written stays)
+    except OSError as exc:
+        raise write_error(path, exc) from None
+    finally:
+        _clear([tmp])
+    return plan
+
+
+def plan_extra_columns(files: list) -> ExtraPlan:
+    """One type per extra column, from ``(input name, schema)`` of every pass-1 extra file in task order.
+
+    Columns come in the order they first appear. A column's types are unified as
+    ``pyarrow.unify_schemas(promote_options="permissive")`` does (int64 and double -> double, null and
+    anything -> that, struct fields merged, list and large_list -> large_list). When they cannot be (int64 and
+    string; timestamps with and without a time zone), or when a JSON input's values of that key had no common
+    type, the column is written as JSON text (a string column) and one warning line names it and two inputs
+    that disagree."""
+    seen: dict = {}  # name -> [(type, input, is_json)]
+    for input_name, schema in files:
+        for f in schema:
+            if f.name == "doc_key":
+                continue
+            is_json = bool(f.metadata and f.metadata.get(EXTRA_JSON_KEY))
+            seen.setdefault(f.name, []).append((f.type, input_name, is_json))
+    fields, json_names, warnings = [], set(), []
+    for name, types in seen.items():
+        marked = next((t for t in types if t[2]), None)
+        final = None
+        if marked is not None:
+            warnings.append(f"extra column {name!r} holds values of more than one JSON type in {marked[1]}: "
+                            "written to data/ as JSON text")
+        else:
+            distinct = list(dict.fromkeys(t[0] for t in types))
+            try:
+                final = pa.unify_schemas([pa.schema([pa.field(name, t)]) for t in distinct],
+                                         promote_options="permissive").field(name).type
+            except (pa.ArrowException, TypeError):
+                first = types[0]
+                other = _first_conflict(name, types)
+                warnings.append(f"extra column {name!r} is {first[0]} in {first[1]} but {other[0]} in {other[1]}: "
+                                "written to data/ as JSON text (no common type)")
+        if final is None:
+            json_names.add(name)
+            final = pa.string()
+        fields.append(pa.field(name, final, metadata=EXTRA_FIELD_METADATA))
+    return ExtraPlan(fields, json_names, warnings)
+
+
+def _first_conflict(name: str, types: list) -> tuple:
+    """The first ``(type, input, …)`` of ``types`` that does not unify with the types before it."""
+    for i in range(1, len(types)):
+        try:
+            pa.unify_schemas([pa.schema([pa.field(name, t[0])]) for t in types[:i + 1]],
+                             promote_options="permissive")
+        except (pa.ArrowException, TypeError):
+            return types[i]
+    return types[-1]
+
+
+class _ExtraRows:
+    """Pass 2: the extra columns of one task's survivors, in data/'s types, for its docs batches in order
+    (both are in doc_key order: a merge; a row without extras gets nulls)."""
+
+    def __init__(self, paths: list[str], plan: ExtraPlan):
+        self.plan = plan
+        self._batches = (b for p in paths for b in pq.ParquetFile(p).iter_batches(batch_size=8192))
+        self._pending: pa.RecordBatch | None = None
+        self._done = False
+
+    def _conformed(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        arrays = [batch.column("doc_key")]
+        for f in self.plan.fields:
+            idx = batch.schema.get_field_index(f.name)
+            if idx < 0:
+                arrays.append(pa.nulls(batch.num_rows, f.type))
+                continue
+            col, marked = batch.column(idx), batch.schema.field(idx).metadata
+            if f.name in self.plan.json_names and not (marked and marked.get(EXTRA_JSON_KEY)):
+                col = pa.array([None if v is None else _safe_json(v) for v in col.to_pylist()], pa.string())
+            arrays.append(col.cast(f.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema([pa.field("doc_key", pa.int64())] +
+                                                                   self.plan.fields))
+
+    def for_keys(self, keys: pa.Array) -> dict:
+        """``{column: array}`` of the rows with ``keys`` (ascending doc_keys of survivors)."""
+        keys = keys.to_numpy()
+        last = keys[-1] if len(keys) else -1
+        parts = [self._pending] if self._pending is not None else []
+        while not self._done and (not parts or parts[-1].column("doc_key")[-1].as_py() < last):
+            nxt = next(self._batches, None)
+            if nxt is None:
+                self._done = True
+                break
+            if nxt.num_rows:
+                parts.append(self._conformed(nxt))
+        have = pa.concat_batches(parts) if parts else self._conformed(
+            pa.RecordBatch.from_pylist([], schema=pa.schema([pa.field("doc_key", pa.int64())])))
+        have_keys = have.column("doc_key").to_numpy()
+        at = np.searchsorted(have_keys, keys)
+        hit = (at < len(have_keys)) & (have_keys[np.minimum(at, max(len(have_keys) - 1, 0))] == keys) \
+            if len(have_keys) else np.zeros(len(keys), bool)
+        idx = pa.array(np.where(hit, at, 0), pa.int64(), mask=~hit)
+        rest = int(np.searchsorted(have_keys, last, side="right"))
+        self._pending = have.slice(rest) if rest < have.num_rows else None
+        return {f.name: have.column(f.name).take(idx) for f in self.plan.fields}

@@ -1,4 +1,7 @@
-"""Readers: Parquet, JSON Lines (plain, .gz, .zst) into record batches of :data:`dataclean.schema.DOC_SCHEMA`.
+"""Readers: Parquet, Arrow IPC (file and stream: ``.arrow``, ``.feather``, ``.ipc``, Hugging Face ``save_to_disk``
+folders), JSON Lines and JSON arrays (plain, .gz, .zst) and WARC into record batches of
+:data:`dataclean.schema.DOC_SCHEMA`, with the input's other columns beside them in their own Arrow types
+(:attr:`ReadChunk.extra`; the ``meta`` column keeps their JSON, as before). See ``docs/inputs.md``.
 
 Two kinds of failure are kept apart:
 
@@ -12,10 +15,15 @@ Two kinds of failure are kept apart:
 
 A record larger than ``max_record_bytes`` (``input.max_record_bytes``, default 256 MiB) is a bad record
 ``record of N bytes exceeds input.max_record_bytes CAP`` whose ``raw`` is its first ``min(CAP, MAX_RAW_BYTES)``
-bytes (of the line; of the text for Parquet and WARC). A JSONL line over the cap is never held whole: it is
-read up to the cap and the rest of it skipped, decompressing no more than is read (a gzip or zstd bomb
-included). A Parquet row is measured on its batch (the bytes of its string and binary values), a WARC/WET
-document by its text (FastWARC has read it). Its neighbours are read as usual.
+bytes (of the line or array element; of the text for Parquet, Arrow and WARC). A JSONL line or a JSON array
+element over the cap is never held whole: it is read up to the cap and the rest of it skipped, decompressing
+no more than is read (a gzip or zstd bomb included). A Parquet or Arrow row is measured on its batch (the
+bytes of its string and binary values), a WARC/WET document by its text (FastWARC has read it). Its
+neighbours are read as usual.
+
+No JSON streaming parser is a dependency (ijson is not installed here): a JSON array is split into its
+elements by :func:`_array_elements`, which follows only strings and brackets, and each element is parsed by
+``json.loads`` as a JSONL line is, so the bound on memory is the cap, as for JSON Lines.
 """
 from __future__ import annotations
 
@@ -26,6 +34,7 @@ import gzip
 import io
 import json
 import os
+import re
 import stat
 import zlib
 from contextlib import contextmanager
@@ -42,8 +51,18 @@ from dataclean.io.streams import BlockStream, capped_lines
 from dataclean.io.warc import WARC_SUFFIXES, WarcFileError, read_warc
 from dataclean.schema import DOC_SCHEMA, LEDGER_FIELDS, doc_key
 
+ARROW_SUFFIXES = (".arrow", ".feather", ".ipc")
 SUPPORTED_SUFFIXES = (".parquet", ".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".ndjson.gz",
-                      ".jsonl.zst", ".json.zst", ".ndjson.zst") + WARC_SUFFIXES
+                      ".jsonl.zst", ".json.zst", ".ndjson.zst") + ARROW_SUFFIXES + WARC_SUFFIXES
+#: Names ending so are sniffed: a first non-space byte ``[`` makes the file one JSON array of records.
+JSON_ARRAY_SUFFIXES = (".json", ".json.gz", ".json.zst")
+#: The files of a Hugging Face ``datasets`` folder that describe it and hold no records (``save_to_disk``
+#: writes ``state.json`` and ``dataset_info.json`` beside the ``.arrow`` shards, ``dataset_dict.json`` above
+#: the split folders): not inputs in a folder walk of such a folder.
+HF_METADATA_FILES = ("state.json", "dataset_info.json", "dataset_dict.json")
+#: Field metadata marking an extra column whose values were written as JSON text because they had no single
+#: Arrow type (a JSON key holding a number in one record and a string in another).
+EXTRA_JSON_KEY = b"dataclean.extra"
 LEDGER_SCHEMA = pa.schema(LEDGER_FIELDS)
 #: A JSONL chunk is cut when it holds this many bytes of text, whatever its row count.
 MAX_CHUNK_TEXT_BYTES = 64 << 20
@@ -90,12 +109,19 @@ class ReadChunk:
     n_records: int = 0  # docs + bad
     #: Records that are not documents, by kind (WARC ``request``, ``response_not_html``…): counted, not read.
     skipped: dict[str, int] = field(default_factory=dict)
+    #: The input's unmapped columns of the rows of ``docs``, in their own Arrow types (row ``i`` is ``docs``'
+    #: row ``i``), or None when the input has none (WARC). Parquet and Arrow columns keep their file's type
+    #: (dictionaries decoded); JSON values get the type ``pyarrow.array`` infers for a chunk, or JSON text
+    #: marked with :data:`EXTRA_JSON_KEY` when the chunk's values of a key have no common type.
+    extra: pa.RecordBatch | None = None
 
 
 def detect_format(path: str) -> str:
     name = path.lower()
     if name.endswith(".parquet"):
         return "parquet"
+    if name.endswith(ARROW_SUFFIXES):
+        return "arrow"
     if name.endswith((".jsonl.gz", ".json.gz", ".ndjson.gz")):
         return "jsonl.gz"
     if name.endswith((".jsonl.zst", ".json.zst", ".ndjson.zst")):
@@ -104,8 +130,8 @@ def detect_format(path: str) -> str:
         return "jsonl"
     if name.endswith(WARC_SUFFIXES):
         return "warc"
-    raise InputFileError(path, "unsupported file type (expected .parquet, .jsonl, .jsonl.gz, .jsonl.zst, "
-                               ".warc, .warc.gz or .wet.gz)")
+    raise InputFileError(path, "unsupported file type (expected .parquet, .arrow, .feather, .ipc, .jsonl, .json, "
+                               ".ndjson (each also .gz or .zst), .warc, .warc.gz or .wet.gz)")
 
 
 def discover_inputs(inputs: list[str], notes: list[str] | None = None,
@@ -160,6 +186,8 @@ def discover_inputs(inputs: list[str], notes: list[str] | None = None,
                 else:
                     below.append(f"{os.path.normpath(m)}: {cause}")
             problems.extend(sorted(below, key=_problem_path))
+    explicit = {p if fs.is_uri(p) else os.path.normpath(p) for p in inputs}
+    found = _drop_hf_metadata(found, explicit)
     if errors is not None:
         errors.extend(dict.fromkeys(p for p in problems if p not in errors))
     names = sorted({p if fs.is_uri(p) else os.path.normpath(p) for p in found})
@@ -173,7 +201,81 @@ def discover_inputs(inputs: list[str], notes: list[str] | None = None,
             continue
         first[real] = name
         out.append(name)
+    return _hf_shard_order(out, errors)
+
+
+def _drop_hf_metadata(paths: list[str], explicit: set[str]) -> list[str]:
+    """``paths`` without the Hugging Face metadata files (:data:`HF_METADATA_FILES`) a folder walk or a glob
+    found: ``dataset_dict.json`` always, ``state.json`` and ``dataset_info.json`` when their folder also gave an
+    ``.arrow`` file (a ``save_to_disk`` folder, a ``datasets`` cache folder). They describe the dataset; read as
+    JSON they would be bad records (or worse, records). A file named on its own is kept."""
+    def norm(p: str) -> str:
+        return p if fs.is_uri(p) else os.path.normpath(p)
+
+    def folder(p: str) -> str:
+        return p.rsplit("/", 1)[0] if fs.is_uri(p) else os.path.dirname(norm(p))
+
+    arrow_folders = {folder(p) for p in paths if p.lower().endswith(".arrow")}
+    out = []
+    for p in paths:
+        base = p.rsplit("/", 1)[-1] if fs.is_uri(p) else os.path.basename(p)
+        if norm(p) not in explicit and (base == "dataset_dict.json" or
+                                        (base in HF_METADATA_FILES and folder(p) in arrow_folders)):
+            continue
+        out.append(p)
     return out
+
+
+def _hf_shard_order(names: list[str], errors: list[str] | None) -> list[str]:
+    """``names`` (sorted) with the ``.arrow`` shards of each ``save_to_disk`` folder in the order of its
+    ``state.json``'s ``_data_files`` (the dataset's row order; the files not listed there after them, by name),
+    in the places the sorted list gave them. A shard ``_data_files`` lists that does not exist adds
+    ``"PATH: listed in state.json but missing"`` to ``errors`` (when given): a dataset read without it would
+    silently lack its rows. A ``state.json`` that cannot be read or parsed leaves the name order."""
+    def folder(p: str) -> str:
+        return p.rsplit("/", 1)[0] if fs.is_uri(p) else os.path.dirname(p)
+
+    groups: dict[str, list[int]] = {}
+    for i, p in enumerate(names):
+        if p.lower().endswith(".arrow"):
+            groups.setdefault(folder(p), []).append(i)
+    out = list(names)
+    for base, idx in groups.items():
+        listed = _state_data_files(base)
+        if listed is None:
+            continue
+        members = [names[i] for i in idx]
+        by_name = {(m.rsplit("/", 1)[-1] if fs.is_uri(m) else os.path.basename(m)): m for m in members}
+        ordered = [by_name.pop(f) for f in listed if f in by_name]
+        ordered += sorted(by_name.values())
+        for i, m in zip(idx, ordered):
+            out[i] = m
+        if errors is not None:
+            present = {(m.rsplit("/", 1)[-1] if fs.is_uri(m) else os.path.basename(m)) for m in members}
+            for f in listed:
+                if f not in present:
+                    line = f"{fs.join(base, f) if fs.is_uri(base) else os.path.join(base, f)}: listed in " \
+                           "state.json but missing"
+                    if line not in errors:
+                        errors.append(line)
+    return out
+
+
+def _state_data_files(folder: str) -> list[str] | None:
+    """The shard file names ``state.json`` of ``folder`` lists under ``_data_files`` (what ``datasets``'
+    ``save_to_disk`` writes: ``[{"filename": "data-00000-of-00002.arrow"}, ...]``), or None without one."""
+    path = fs.join(folder, "state.json") if fs.is_uri(folder) else os.path.join(folder, "state.json")
+    try:
+        if fs.is_uri(path):
+            with fs.open_input_stream(path) as fh:
+                state = json.loads(fh.read().decode("utf-8"))
+        else:
+            with open(path, "rb") as fh:
+                state = json.loads(fh.read(1 << 20).decode("utf-8"))
+        files = state["_data_files"]
+        return [f["filename"] for f in files if isinstance(f.get("filename"), str)]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def _problem_path(line: str) -> str:
@@ -580,7 +682,97 @@ def _parquet_chunk(path: str, file_index: int, batch: pa.RecordBatch, row0: int,
 
     docs = _canonical(path, file_index, rows, text, column(mapping.id), column(mapping.source),
                       column(mapping.url), column(mapping.lang), metas, mapping.default_source)
-    return ReadChunk(docs=docs, bad=bad, n_records=n)
+    extra = batch.select(other) if other else None
+    return ReadChunk(docs=docs, bad=bad, n_records=n, extra=extra)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Arrow IPC (file and stream format; what Hugging Face datasets writes)
+
+#: The first bytes of a Feather version 1 file (not Arrow IPC; pyarrow still reads it, whole).
+_FEATHER_V1 = b"FEA1"
+
+
+def _open_arrow(path: str):
+    """``(reader kind, batches iterator, schema, source)`` of an Arrow IPC file (``ARROW1`` magic, random
+    access) or stream (what ``datasets``' ``save_to_disk`` and its cache write). A local file is memory-mapped:
+    a record batch is read without a copy, so memory holds the batch being cleaned, not the file."""
+    try:
+        source = fs.open_input_file(path) if fs.is_uri(path) else pa.memory_map(path, "r")
+    except (pa.ArrowException, OSError) as exc:
+        raise InputFileError(path, f"cannot open ({_one_line(exc)})") from None
+    try:
+        head = source.read(8)
+        if head[:4] == _FEATHER_V1:
+            raise InputFileError(path, "a Feather version 1 file, which is not Arrow IPC: rewrite it with "
+                                       "pyarrow.feather.write_feather(table, path) (version 2)")
+        if not head:
+            raise InputFileError(path, "empty file: not an Arrow IPC file or stream")
+        source.seek(0)
+        if head[:6] == b"ARROW1":
+            try:
+                reader = pa.ipc.open_file(source)
+            except (pa.ArrowException, OSError) as exc:
+                raise InputFileError(path, f"not a readable Arrow IPC file ({_one_line(exc)})") from None
+            return (reader.get_batch(i) for i in range(reader.num_record_batches)), reader.schema, source
+        try:
+            reader = pa.ipc.open_stream(source)
+        except (pa.ArrowException, OSError) as exc:
+            raise InputFileError(path, f"not an Arrow IPC file or stream ({_one_line(exc)})") from None
+        return iter(reader), reader.schema, source
+    except BaseException:
+        source.close()
+        raise
+
+
+def _string_lengths(batch: pa.RecordBatch | None, schema: pa.Schema) -> dict[str, int]:
+    """Characters held by each string column of ``batch`` (the first rows of a file; for :func:`text_column_hint`)."""
+    names = [f.name for f in schema if _is_text_type(f.type) or pa.types.is_string_view(f.type)
+             or (pa.types.is_dictionary(f.type) and _is_text_type(f.type.value_type))]
+    if not names or len(set(schema.names)) != len(schema.names):
+        return {}
+    if batch is None:
+        return dict.fromkeys(names, 0)
+    batch = _plain_columns(batch.slice(0, 64), "")
+    try:
+        return {name: int(pc.sum(pc.utf8_length(batch.column(name).cast(pa.string()))).as_py() or 0)
+                for name in names}
+    except (pa.ArrowException, UnicodeDecodeError):
+        return {}
+
+
+def _read_arrow(path: str, file_index: int, mapping: ColumnMapping, batch_rows: int,
+                cap: int) -> Iterator[ReadChunk]:
+    """The record batches of an Arrow IPC file or stream, cut to ``batch_rows`` rows and read as Parquet's are
+    (same bad-record causes, cap measured on the batch, column mapping, extra columns in their types)."""
+    batches, schema, source = _open_arrow(path)
+    try:
+        row0 = 0
+
+        def next_batch():
+            try:
+                return next(batches, None)
+            except (pa.ArrowException, OSError) as exc:
+                raise InputFileError(path, f"cannot read Arrow data at row {row0} ({_one_line(exc)})") from None
+
+        names = schema.names
+        first = next_batch()
+        if mapping.text not in names:
+            raise InputFileError(path, f"no text column {mapping.text!r} (columns: {', '.join(names) or 'none'}): "
+                                       + text_column_hint(names, _string_lengths(first, schema), mapping))
+        repeated = sorted({c for c in names if names.count(c) > 1})
+        if repeated:
+            raise InputFileError(path, f"repeated column name(s): {', '.join(repeated)}")
+        other = [c for c in names if c not in mapping.mapped()]
+        batch = first
+        while batch is not None:
+            for at in range(0, batch.num_rows, batch_rows):
+                part = batch.slice(at, batch_rows)
+                yield _parquet_chunk(path, file_index, _plain_columns(part, mapping.text), row0, mapping, other, cap)
+                row0 += part.num_rows
+            batch = next_batch()
+    finally:
+        source.close()
 
 
 def _parquet_bad_causes(batch: pa.RecordBatch, text_column: str,
@@ -749,12 +941,50 @@ def _uri_lines(path: str, fmt: str):
                 yield lines
 
 
+class _Prefixed(BlockStream):
+    """The bytes of ``head`` (already read from ``fh``, to tell its format), then the rest of ``fh``."""
+
+    def _blocks_of(self):
+        return self._reads()
+
+
+#: Bytes read from the start of a ``.json`` file to find its first non-space byte (a file that is all spaces
+#: for longer than this is read as JSON Lines: blank lines).
+SNIFF_BYTES = 1 << 16
+_SPACE = b" \t\r\n"
+_BOM = b"\xef\xbb\xbf"
+
+
+def _sniff_array(lines) -> tuple[bool, bytes]:
+    """Whether the stream ``lines`` holds a JSON array (its first byte other than a byte-order mark and
+    spaces is ``[``), and the bytes read to tell."""
+    head = b""
+    while len(head) < SNIFF_BYTES:
+        part = lines.read(1 << 12)
+        if not part:
+            break
+        head += part
+        body = head[3:] if head.startswith(_BOM) else head
+        if len(head) >= 3 and body.lstrip(_SPACE):
+            break
+    body = head[3:] if head.startswith(_BOM) else head
+    return body.lstrip(_SPACE)[:1] == b"[", head
+
+
 def _read_jsonl(path: str, fmt: str, file_index: int, mapping: ColumnMapping,
                 batch_rows: int, cap: int = DEFAULT_MAX_RECORD_BYTES) -> Iterator[ReadChunk]:
+    """JSON Lines, or for a name ending ``.json`` (also ``.gz``/``.zst``) whose first non-space byte is ``[``,
+    the objects of one JSON array (:func:`_array_elements`; ``origin_row`` is the element's index)."""
     keys = mapping.mapped()
     state = _JsonlChunk()
     try:
         with _open_lines(path, fmt) as lines:
+            if path.lower().endswith(JSON_ARRAY_SUFFIXES):
+                is_array, head = _sniff_array(lines)
+                lines = io.BufferedReader(_Prefixed(lines, head=head), buffer_size=1 << 20)
+                if is_array:
+                    yield from _read_json_array(lines, path, file_index, mapping, batch_rows, cap)
+                    return
             for lineno, (line, oversized) in enumerate(capped_lines(lines, cap, min(cap, MAX_RAW_BYTES))):
                 if oversized is not None:  # line is its beginning only
                     state.bad.append((lineno, line, oversized_detail(oversized, cap), None, mapping.default_source))
@@ -769,6 +999,128 @@ def _read_jsonl(path: str, fmt: str, file_index: int, mapping: ColumnMapping,
         raise InputFileError(path, f"cannot decompress or read ({_one_line(exc)})") from None
     if state.n:
         yield state.finish(path, file_index, mapping)
+
+
+def _read_json_array(lines, path: str, file_index: int, mapping: ColumnMapping, batch_rows: int,
+                     cap: int) -> Iterator[ReadChunk]:
+    """The records of a JSON array, in chunks as JSON Lines gives them: each element is read as a JSONL line
+    would be (same bad-record causes); a structural problem of the array is a bad record of its element."""
+    keys = mapping.mapped()
+    default = mapping.default_source
+    state = _JsonlChunk()
+    for index, raw, problem in _array_elements(lines, cap, min(cap, MAX_RAW_BYTES)):
+        if isinstance(problem, int):
+            state.bad.append((index, raw, oversized_detail(problem, cap), None, default))
+        elif problem is not None:
+            state.bad.append((index, raw, problem, None, default))
+        else:
+            state.add(index, raw, mapping, keys)
+        if state.n >= batch_rows or state.text_bytes >= MAX_CHUNK_TEXT_BYTES:
+            yield state.finish(path, file_index, mapping)
+            state = _JsonlChunk()
+    if state.n:
+        yield state.finish(path, file_index, mapping)
+
+
+#: Outside a string: the bytes that change the array's structure.
+_ARRAY_TOKEN = re.compile(rb'["\[\]{},]')
+#: Inside a string: everything up to its closing quote (or the end of the block, or a backslash at its end).
+_STRING_BODY = re.compile(rb'(?:[^"\\]+|\\.)*', re.S)
+ARRAY_BLOCK = 1 << 20
+
+
+def _array_elements(fh, cap: int, keep: int) -> Iterator[tuple[int, bytes, int | str | None]]:
+    """``(index, element bytes, problem)`` for each top-level element of the JSON array in the binary stream
+    ``fh``, read ``ARRAY_BLOCK`` bytes at a time: a streaming split on the commas between elements (strings
+    and nesting followed; the elements themselves are parsed by the caller). No element is held past ``cap``
+    bytes: a longer one comes as (its first ``keep`` bytes, its size). ``problem`` is None, that size, or one
+    line: ``empty element``, ``the array ends inside this element (truncated file?)``, ``text after the end of
+    the JSON array``. An element with unbalanced brackets takes the elements after it into its bad record
+    (where it ends cannot be known)."""
+    index = 0
+    depth = 0  # 1 inside the top-level array
+    started = ended = in_string = escape = False
+    buf = bytearray()
+    size = 0  # bytes of the current element (buf holds at most cap of them)
+    trailing = bytearray()
+
+    def take(piece) -> None:
+        nonlocal size
+        size += len(piece)
+        if len(buf) <= cap:
+            buf.extend(piece[:cap + 1 - len(buf)])
+
+    def element():
+        raw = bytes(buf).strip(_SPACE)
+        if size > len(buf) or len(raw) > cap:  # (its size counts the spaces around it)
+            return raw[:keep], size
+        return raw, (None if raw else "empty element")
+
+    while block := fh.read(ARRAY_BLOCK):
+        pos, n = 0, len(block)
+        if not started:
+            if block.startswith(_BOM):
+                pos = 3
+            while pos < n and block[pos] in _SPACE:
+                pos += 1
+            if pos == n:
+                continue
+            pos += 1  # the '['
+            started, depth = True, 1
+        while pos < n:
+            if ended:
+                if len(trailing) < keep:
+                    trailing.extend(block[pos:pos + keep].strip(_SPACE))
+                break
+            if in_string:
+                if escape:
+                    take(block[pos:pos + 1])
+                    pos, escape = pos + 1, False
+                    continue
+                m = _STRING_BODY.match(block, pos)
+                end = m.end()
+                take(block[pos:end])
+                pos = end
+                if pos >= n:
+                    break
+                if block[pos] == 0x5C:  # a backslash ending the block: its escaped byte comes next
+                    take(block[pos:pos + 1])
+                    pos, escape = pos + 1, True
+                    continue
+                take(block[pos:pos + 1])  # the closing quote
+                pos, in_string = pos + 1, False
+                continue
+            m = _ARRAY_TOKEN.search(block, pos)
+            if m is None:
+                take(block[pos:])
+                break
+            at = m.start()
+            ch = block[at]
+            if ch in b",]" and depth == 1:
+                take(block[pos:at])
+                if not (ch == 0x5D and not index and not bytes(buf).strip(_SPACE)):  # (not [] nor [ ])
+                    raw, problem = element()
+                    yield (index, raw, problem)
+                    index += 1
+                buf.clear()
+                size = 0
+                if ch == 0x5D:
+                    ended, depth = True, 0
+                pos = at + 1
+                continue
+            take(block[pos:at + 1])
+            if ch == 0x22:
+                in_string = True
+            elif ch in b"[{":
+                depth += 1
+            elif ch in b"]}":
+                depth -= 1
+            pos = at + 1
+    if started and not ended and bytes(buf).strip(_SPACE):
+        raw, problem = element()
+        yield (index, raw[:keep], "the array ends inside this element (truncated file?)")
+    if trailing:
+        yield (index, bytes(trailing[:keep]), "text after the end of the JSON array")
 
 
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number",
@@ -859,7 +1211,55 @@ class _JsonlChunk:
         bad = None
         if self.bad:
             bad = _bad_rows(path, *[list(col) for col in zip(*self.bad)])
-        return ReadChunk(docs=docs, bad=bad, n_records=self.n)
+        return ReadChunk(docs=docs, bad=bad, n_records=self.n, extra=_json_extra(self.metas))
+
+
+def _json_extra(metas: list[dict]) -> pa.RecordBatch | None:
+    """The unmapped keys of a chunk's JSON records as columns, in the order the keys first appear: each in the
+    type ``pyarrow.array`` infers from its values (object -> struct, array -> list, number -> int64 or
+    double, a key a record lacks -> null). A key whose values have no common type (a number here, a string
+    there; an integer past int64; an empty object, which Parquet cannot store) is JSON text instead, its
+    field marked with :data:`EXTRA_JSON_KEY`. None when no record has an unmapped key."""
+    names: dict[str, None] = {}
+    for m in metas:
+        names.update(dict.fromkeys(m))
+    if not names:
+        return None
+    arrays, fields = [], []
+    for name in names:
+        values = [m.get(name) for m in metas]
+        try:
+            arr = pa.array(values)
+            if not _parquet_storable(arr.type):
+                raise ValueError("an empty struct")
+            fields.append(pa.field(name, arr.type))
+        except (pa.ArrowException, ValueError, TypeError, OverflowError, UnicodeEncodeError, RecursionError):
+            arr = pa.array([None if v is None else _safe_json(v) for v in values], pa.string())
+            fields.append(pa.field(name, pa.string(), metadata={EXTRA_JSON_KEY: b"json"}))
+        arrays.append(arr)
+    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _parquet_storable(t: pa.DataType) -> bool:
+    """False for a type with a struct of no fields anywhere in it (Parquet has no such group)."""
+    if pa.types.is_struct(t):
+        return t.num_fields > 0 and all(_parquet_storable(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or \
+            pa.types.is_map(t):
+        return all(_parquet_storable(t.field(i).type) for i in range(t.num_fields))
+    return True
+
+
+def _safe_json(value) -> str:
+    """``value`` as JSON text (sorted keys, non-ASCII kept; a lone surrogate kept as its escape)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=_json_default)
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return json.dumps(value, ensure_ascii=True, sort_keys=True, default=_json_default)
+    except (RecursionError, ValueError, TypeError):
+        return json.dumps({"_unserializable": True})
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -937,6 +1337,8 @@ def read_shard(path: str, file_index: int, mapping: ColumnMapping | None = None,
         raise InputFileError(path, "not a file")
     if fmt == "parquet":
         yield from _read_parquet(path, file_index, mapping, batch_rows, max_record_bytes)
+    elif fmt == "arrow":
+        yield from _read_arrow(path, file_index, mapping, batch_rows, max_record_bytes)
     elif fmt == "warc":
         yield from _read_warc(path, file_index, mapping, batch_rows, max_record_bytes)
     else:
