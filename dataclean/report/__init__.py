@@ -4,7 +4,9 @@ It reads only the files of the output folder (``manifest.json``, ``stats/``, ``d
 ``rejected/`` through DuckDB) and writes one HTML file with inline SVG charts (matplotlib), no script, and a
 Content-Security-Policy that lets nothing load. Sections: the run, the funnel, removals by stage and rule,
 sources × languages, every signal's histogram with its thresholds, quality scores per source,
-deduplication, the mixture (when the run had one) and a few removed documents per rule.
+deduplication, C4's rewrites before and after, the mixture (when the run had one), a few removed documents per
+rule with the span that decided highlighted (near duplicates as a word diff against the document they
+duplicate: :mod:`dataclean.report.evidence`), and the kept documents nearest each threshold.
 
     from dataclean.report import write_report
     write_report("out/")                 # -> "out/report.html"
@@ -104,6 +106,7 @@ def render_report(output_dir: str) -> str:
         add("contamination", "Contamination", lambda: S.contamination_section(run))
         add("mixture", "Mixture", lambda: S.mixture_section(run))
         add("examples", "Examples", lambda: S.examples_section(run, removals))
+        add("near", "Near threshold", lambda: S.near_section(run))
     finally:
         tables.close()
     finished = (manifest or {}).get("finished_at", "")

@@ -23,6 +23,11 @@ REMOVED = "#e45756"
 OTHER = "#b8b0ac"
 PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d", "#eeca3b",
            "#bab0ac"]
+# one colour per stage, none repeated for up to 20 stages (then they cycle): Tableau 10, then ten more of
+# other hues and lightness, each far from the first ten
+STAGE_PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d",
+                 "#eeca3b", "#bab0ac", "#1b3a6b", "#8c2d04", "#0f6b3c", "#7a0177", "#00a6d6", "#c7a500",
+                 "#5a5a5a", "#b8e186", "#f4a6d7", "#3f007d"]
 LINE_STYLES = ["-", "--", ":", "-."]
 
 RC = {
@@ -120,13 +125,18 @@ def hbars(key: str, labels: list[str], values: list[float], colours: list[str], 
     fig = _figure(7.5, 0.6 + 0.2 * n, layout="constrained")
     ax = fig.add_subplot()
     ys = list(range(n))[::-1][: len(labels)]
-    ax.barh(ys, values, color=colours, height=0.7)
+    if log_x:  # bars start at 0.5 so that a rule that removed one document still has a bar
+        ax.barh(ys, [max(v, 0) - 0.5 for v in values], left=0.5, color=colours, height=0.7)
+    else:
+        ax.barh(ys, values, color=colours, height=0.7)
     ax.set_yticks(ys, [label(s, 60) for s in labels])
     for y, v in zip(ys, values):
         ax.annotate(f"{v:,.0f}" if float(v).is_integer() else f"{v:,.3g}", (v, y), xytext=(3, 0),
                     textcoords="offset points", va="center", fontsize=6.5)
     if log_x:
         ax.set_xscale("log")
+        ax.set_xlim(0.5, max([*values, 1]) * 3)
+        _log_axis(ax.xaxis)
     ax.set_xlabel(xlabel)
     ax.grid(axis="y", visible=False)
     ax.margins(x=0.08)

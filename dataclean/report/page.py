@@ -161,6 +161,11 @@ pre.section-error { color: #c62828; white-space: pre-wrap; }
 .side h4 { margin: 0 0 4px; font-size: 13px; }
 .side .kept h4 { color: var(--kept); } .side .dups h4 { color: var(--removed); }
 .example { border-left: 3px solid var(--removed); padding-left: 10px; margin: 8px 0 12px; }
+.example.near { border-left-color: var(--kept); }
+pre.doc mark { background: #ffe08a; color: inherit; outline: 1px solid #e0b000; }
+pre.diff del { background: #fbd3d0; color: #8a1c13; }
+pre.diff ins { background: #cdebd0; color: #14531c; text-decoration: underline; }
+pre.diff .same, pre.diff .why { color: var(--muted); font-style: italic; }
 .warnings li { color: var(--warn); }
 .row { display: flex; flex-wrap: wrap; gap: 0 36px; align-items: flex-start; }
 footer { color: var(--muted); font-size: 12px; padding: 16px 28px; border-top: 1px solid var(--line); }

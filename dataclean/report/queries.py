@@ -51,9 +51,24 @@ class RunTables:
         self.kept_cols = {r[0]: r[1] for r in self.con.sql("DESCRIBE kept").fetchall()}
         self.removed_cols = {r[0]: r[1] for r in self.con.sql("DESCRIBE removed").fetchall()}
         self.kept_filter = kept_records_filter(self.kept_cols)  # a mixture's copies are not extra documents
+        self.input_cols = _input_columns(out)  # the inputs' own columns carried to data/: not signals
 
     def close(self) -> None:
         self.con.close()
+
+
+def _input_columns(out: str) -> set[str]:
+    """The columns of ``data/`` that came from the inputs (field metadata :data:`dataclean.schema.
+    EXTRA_FIELD_METADATA`), read from one shard's schema (every shard has the same)."""
+    import glob
+
+    from dataclean.schema import EXTRA_FIELD_METADATA
+
+    shards = sorted(glob.glob(os.path.join(out, "data", "*.parquet")))
+    if not shards:
+        return set()
+    key, value = next(iter(EXTRA_FIELD_METADATA.items()))
+    return {f.name for f in pq.read_schema(shards[0]) if (f.metadata or {}).get(key) == value}
 
 
 NUMERIC = ("DOUBLE", "FLOAT", "BIGINT", "INTEGER", "SMALLINT", "TINYINT", "HUGEINT", "UBIGINT", "UINTEGER",
@@ -246,12 +261,12 @@ def example_keys(t: RunTables, per_rule: int = 5) -> list[tuple]:
         ORDER BY stage, rule, k""").fetchall()
 
 
-def _text_expr(cols: dict) -> str:
-    return f"left(text, {TEXT_CHARS})" if "text" in cols else "NULL::VARCHAR"
+def _text_expr(cols: dict, chars: int = TEXT_CHARS) -> str:
+    return f"left(text, {int(chars)})" if "text" in cols else "NULL::VARCHAR"
 
 
-def fetch_removed(t: RunTables, keys: list[tuple]) -> dict[tuple, dict]:
-    """The ledger rows of ``keys`` = (origin_file, origin_row), text truncated, by key."""
+def fetch_removed(t: RunTables, keys: list[tuple], chars: int = TEXT_CHARS) -> dict[tuple, dict]:
+    """The ledger rows of ``keys`` = (origin_file, origin_row), text truncated to ``chars``, by key."""
     if not keys:
         return {}
     want = pa.table({"origin_file": [k[0] for k in keys], "origin_row": [k[1] for k in keys]},
@@ -262,7 +277,7 @@ def fetch_removed(t: RunTables, keys: list[tuple]) -> dict[tuple, dict]:
     try:
         res = t.con.sql(f"""
             SELECT r.id, r.source, r.lang, r.url, r.meta, r.origin_file, r.origin_row, r.stage, r.rule, r.reason,
-                   r.value, r.threshold, r.detail, r.dup_of, r.n_chars, {_text_expr(c)} AS text,
+                   r.value, r.threshold, r.detail, r.dup_of, r.n_chars, {_text_expr(c, chars)} AS text,
                    {raw} AS raw
             FROM removed r SEMI JOIN report_want w
               ON r.origin_file IS NOT DISTINCT FROM w.origin_file AND r.origin_row = w.origin_row""")
@@ -276,8 +291,8 @@ def fetch_removed(t: RunTables, keys: list[tuple]) -> dict[tuple, dict]:
         t.con.unregister("report_want")
 
 
-def fetch_by_id(t: RunTables, view: str, ids: list[str]) -> dict[str, dict]:
-    """Documents of ``view`` by id (first by origin when an id repeats), text truncated."""
+def fetch_by_id(t: RunTables, view: str, ids: list[str], chars: int = TEXT_CHARS) -> dict[str, dict]:
+    """Documents of ``view`` by id (first by origin when an id repeats), text truncated to ``chars``."""
     cols = t.kept_cols if view == "kept" else t.removed_cols
     if not ids or "id" not in cols:
         return {}
@@ -286,7 +301,7 @@ def fetch_by_id(t: RunTables, view: str, ids: list[str]) -> dict[str, dict]:
     qs = ", quality_score" if "quality_score" in cols else ", NULL::DOUBLE AS quality_score"
     try:
         res = t.con.sql(f"""
-            SELECT id, source, lang, url, n_chars, {_text_expr(cols)} AS text{qs}{extra}
+            SELECT id, source, lang, url, n_chars, {_text_expr(cols, chars)} AS text{qs}{extra}
             FROM {view} WHERE id IN (SELECT id FROM report_ids)
             QUALIFY row_number() OVER (PARTITION BY id ORDER BY origin_file, origin_row) = 1""")
         names = res.columns
@@ -327,3 +342,88 @@ def dedup_examples(t: RunTables, clusters_path: str, n_clusters: int = 3, per_cl
         else:
             entry["members"].append(item)
     return list(clusters.values())
+
+
+def near_threshold(t: RunTables, thresholds: list, per_rule: int = 3, chars: int = TEXT_CHARS) -> dict:
+    """Per threshold (index into ``thresholds``): the ``per_rule`` kept documents whose signal is closest to
+    it on the kept side (ties: by origin), with the threshold that applied to each (its language's own,
+    when it has one; none where the rule is off for the language), and their text truncated to ``chars``.
+
+    One scan of ``kept`` for all the thresholds: a bounded ``min_by(..., n)`` aggregate per threshold (a
+    top-n heap each, ordered by distance then origin, so the same run gives the same page), reading only the
+    signal columns; the texts are then fetched by key."""
+    cols = t.kept_cols
+    aggs, index = [], []
+    for i, th in enumerate(thresholds):
+        if not is_numeric(cols.get(th.signal)) or (th.value is None and not th.by_lang):
+            continue
+        x = ident(th.signal) + "::DOUBLE"
+        default = "NULL::DOUBLE" if th.value is None else repr(float(th.value))
+        if th.by_lang and "lang" in cols:
+            cases = " ".join(f"WHEN lang = {sql_str(code)} THEN "
+                             f"{'NULL::DOUBLE' if v is None else repr(float(v))}" for code, v in sorted(th.by_lang.items()))
+            thr = f"(CASE {cases} ELSE {default} END)"
+        else:
+            thr = default
+        # (for an upper bound, a document with none of the thing, value 0, is near no bound)
+        side = f"{x} <= {thr} AND {x} > 0" if th.compare == "max" else f"{x} >= {thr}"
+        cond = f"isfinite({x}) AND {thr} IS NOT NULL AND {side}"
+        aggs.append(f"min_by(CASE WHEN {cond} THEN struct_pack(f := origin_file, r := origin_row, v := {x}, "
+                    f"t := {thr}) END, CASE WHEN {cond} THEN struct_pack(d := abs({x} - {thr}), f := origin_file, "
+                    f"r := origin_row) END, {int(per_rule)})")
+        index.append(i)
+    if not aggs:
+        return {}
+    row = t.con.execute(f"SELECT {', '.join(aggs)} FROM kept WHERE {t.kept_filter}").fetchall()[0]
+    picked = [(k, p["f"], p["r"], p["v"], p["t"]) for k, top in zip(index, row) for p in (top or []) if p]
+    if not picked:
+        return {}
+    want = pa.table({"origin_file": [p[1] for p in picked], "origin_row": [p[2] for p in picked]},
+                    schema=pa.schema([("origin_file", pa.string()), ("origin_row", pa.int64())]))
+    t.con.register("report_near", want)
+    try:
+        res = t.con.sql(f"""
+            SELECT k.id, k.source, k.lang, k.origin_file, k.origin_row, k.n_chars, {_text_expr(cols, chars)} AS text
+            FROM kept k SEMI JOIN report_near w
+              ON k.origin_file IS NOT DISTINCT FROM w.origin_file AND k.origin_row = w.origin_row
+            WHERE {kept_records_filter(cols, "k")}""")
+        names = res.columns
+        docs = {(r[3], r[4]): dict(zip(names, r)) for r in res.fetchall()}
+    finally:
+        t.con.unregister("report_near")
+    out: dict = {}
+    for k, ofile, orow, v, thr in picked:
+        d = docs.get((ofile, orow))
+        if d is not None:
+            out.setdefault(k, []).append({**d, "value": v, "threshold": thr})
+    return out
+
+
+def rewritten_examples(t: RunTables, n: int = 3, chars: int = TEXT_CHARS) -> list[dict]:
+    """The ``n`` kept documents that lost the most characters to C4's line cleaning (ties: by origin), with
+    the lines it recorded as removed (``c4_removed_lines``) and their cleaned text, truncated to ``chars``.
+    One top-n query on two columns, then the texts by key. Empty when the run did not record the lines."""
+    cols = t.kept_cols
+    if "c4_removed_lines" not in cols or not is_numeric(cols.get("c4_chars_removed")):
+        return []
+    picked = t.con.execute(f"""
+        SELECT origin_file, origin_row FROM kept
+        WHERE {t.kept_filter} AND c4_chars_removed > 0 AND c4_removed_lines <> ''
+        ORDER BY c4_chars_removed DESC, origin_file, origin_row LIMIT {int(n)}""").fetchall()
+    if not picked:
+        return []
+    want = pa.table({"origin_file": [p[0] for p in picked], "origin_row": [p[1] for p in picked]},
+                    schema=pa.schema([("origin_file", pa.string()), ("origin_row", pa.int64())]))
+    t.con.register("report_rewritten", want)
+    try:
+        res = t.con.sql(f"""
+            SELECT k.id, k.source, k.lang, k.origin_file, k.origin_row, k.n_chars, {_text_expr(cols, chars)} AS text,
+                   k.c4_removed_lines, k.c4_lines_removed, k.c4_chars_removed
+            FROM kept k SEMI JOIN report_rewritten w
+              ON k.origin_file IS NOT DISTINCT FROM w.origin_file AND k.origin_row = w.origin_row
+            WHERE {kept_records_filter(cols, "k")}""")
+        names = res.columns
+        docs = {(r[3], r[4]): dict(zip(names, r)) for r in res.fetchall()}
+    finally:
+        t.con.unregister("report_rewritten")
+    return [docs[k] for k in map(tuple, picked) if k in docs]

@@ -5,10 +5,11 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from dataclean.report import charts, svggrid
+from dataclean.report import charts, evidence, svggrid
 from dataclean.report.page import Cell, details, esc, figure, mono, note, num, pct, pre, section, table
-from dataclean.report.queries import (TEXT_CHARS, RunTables, dedup_examples, example_keys, fetch_removed,
-                                      is_numeric, quality_by_source, read_parquet, rows, signal_histograms)
+from dataclean.report.queries import (TEXT_CHARS, RunTables, dedup_examples, example_keys, fetch_by_id,
+                                      fetch_removed, is_numeric, near_threshold, quality_by_source, read_parquet,
+                                      rewritten_examples, rows, signal_histograms)
 from dataclean.report.thresholds import Threshold, group_langs
 
 EXAMPLES_PER_RULE = 5
@@ -42,7 +43,7 @@ def stage_index(run: Run, stage: str) -> int:
 
 
 def stage_colour(run: Run, stage: str) -> str:
-    return charts.PALETTE[stage_index(run, stage) % len(charts.PALETTE)]
+    return charts.STAGE_PALETTE[stage_index(run, stage) % len(charts.STAGE_PALETTE)]
 
 
 # -- the run --------------------------------------------------------------------------------------------------
@@ -194,9 +195,10 @@ def removals_section(run: Run, removals: list[dict]) -> str:
     labels = [f"{a['stage']} · {a['rule']}" for a in removals]
     stages_seen = list(dict.fromkeys(a["stage"] for a in removals))
     svg = charts.hbars("removals", labels, [a["docs"] for a in removals],
-                       [stage_colour(run, a["stage"]) for a in removals], "documents removed",
-                       legend=[(s, stage_colour(run, s)) for s in stages_seen])
-    body = figure(svg, "Documents removed per rule, coloured by stage, in pipeline order.")
+                       [stage_colour(run, a["stage"]) for a in removals], "documents removed (log scale)",
+                       legend=[(s, stage_colour(run, s)) for s in stages_seen], log_x=True)
+    body = figure(svg, "Documents removed per rule, coloured by stage, in pipeline order, on a log scale so "
+                       "that a rule that removed a few documents stays visible beside one that removed many.")
     trs = [(a["stage"], Cell(f'<a href="#ex-{esc(_anchor(a["stage"], a["rule"]))}">{esc(a["rule"])}</a>'),
             a["reason"], a["docs"], pct(a["docs"], total, 2), a["chars"], a["tokens"]) for a in removals]
     body += table(["stage", "rule", "reason", "documents", "of input", "characters", "tokens (est.)"], trs,
@@ -276,7 +278,8 @@ def signals_section(run: Run, removals: list[dict], other_signals: bool = True) 
     if other_signals:
         cols = dict(t.removed_cols)
         cols.update(t.kept_cols)
-        others = [c for c, typ in cols.items() if c not in BASE_COLUMNS and c not in signals and is_numeric(typ)]
+        others = [c for c, typ in cols.items() if c not in BASE_COLUMNS and c not in signals and is_numeric(typ)
+                  and c not in t.input_cols]  # (an input's own number, a `score`, is not a signal)
         signals.update({c: [] for c in others})
     hists = signal_histograms(t, signals, marks)
 
@@ -523,10 +526,36 @@ def rewrites_section(run: Run) -> str | None:
                    r["total"]) for r in data]
     body += details("Per source", table(["stage", "signal", "source", "kept documents changed", "share of the source's kept",
                                          "total"], per_source, numeric=(3, 4, 5)))
+    body += _rewritten_html(run)
     intro = ("Kept documents whose text a stage changed in place: personal data masked (pii_email … count "
              "the masks of each kind, pii_chars the characters masked), lines removed by C4, repairs by "
              "normalize. The documents are kept; their signals say what changed.")
     return section("rewrites", "Rewrites", body, intro)
+
+
+REWRITE_EXAMPLES = 3
+
+
+def _rewritten_html(run: Run) -> str:
+    t = run.tables
+    if "c4_chars_removed" not in t.kept_cols:
+        return ""
+    if "c4_removed_lines" not in t.kept_cols:
+        return note("This run did not record the lines C4 removed from kept pages (c4_removed_lines), so no "
+                    "before/after is shown.")
+    docs = rewritten_examples(t, REWRITE_EXAMPLES, evidence.SCAN_CHARS)
+    if not docs:
+        return ""
+    from dataclean.stages.c4 import RECORD_LINE_CHARS, RECORD_LINES
+
+    html = f"<h3>C4 line removal, before and after: the {len(docs)} kept pages that lost the most</h3>"
+    for d in docs:
+        head = _doc_head({**d, "origin": f"{d.get('origin_file')}:{d.get('origin_row')}"},
+                         ["id", "source", "lang", "c4_lines_removed", "c4_chars_removed", "origin", "n_chars"])
+        html += f'<div class="example near">{head}{evidence.before_after(d.get("text") or "", d["c4_removed_lines"])}</div>'
+    return html + note(f"Struck out: the lines C4 removed, with the reason, put back between the kept lines "
+                       f"(the first {RECORD_LINES} removed lines of a page, {RECORD_LINE_CHARS} characters of "
+                       f"each, as recorded in c4_removed_lines); kept lines far from them are elided.")
 
 
 # -- contamination --------------------------------------------------------------------------------------------
@@ -563,33 +592,122 @@ def contamination_section(run: Run) -> str | None:
 
 
 # -- examples -------------------------------------------------------------------------------------------------
+DUP_RULES = ("near_duplicate", "near_duplicate_earlier")
+DIFFS_PER_RULE = 3  # near duplicates per rule diffed against their representative
+
+
+def _representatives(run: Run, ids: list[str]) -> dict[str, dict]:
+    """The kept (else removed) documents of ``ids``, text up to the diff's bound."""
+    t = run.tables
+    docs = fetch_by_id(t, "kept", ids, evidence.DIFF_CHARS)
+    missing = [i for i in ids if i not in docs]
+    if missing:
+        docs.update({k: {**v, "removed": True} for k, v in
+                     fetch_by_id(t, "removed", missing, evidence.DIFF_CHARS).items()})
+    return docs
+
+
+def _diff_html(d: dict, rep: dict | None) -> str:
+    if rep is None or rep.get("text") is None or d.get("text") is None:
+        return ""
+    body, n_del, n_ins = evidence.word_diff(rep["text"], d["text"])
+    where = "removed too (rejected/)" if rep.get("removed") else "kept (data/)"
+    cut = any((x.get("n_chars") or 0) > evidence.DIFF_CHARS for x in (d, rep))
+    head = (f'<div class="doc-head"><b>diff against dup_of</b> {esc(rep.get("id"))} ({esc(where)}): '
+            f'<del>{esc(num(n_del))} word(s) only in the representative</del> · '
+            f'<ins>{esc(num(n_ins))} word(s) only in this duplicate</ins>'
+            + (f" · first {esc(num(evidence.DIFF_CHARS))} characters of each" if cut else "") + "</div>")
+    return f'{head}<pre class="doc diff">{body}</pre>'
+
+
+def _finder(run: Run) -> evidence.Finder:
+    """One span finder per report (it rebuilds the run's stages it needs once)."""
+    if getattr(run, "_finder", None) is None:
+        run._finder = evidence.Finder((run.manifest or {}).get("config"))
+    return run._finder
+
+
 def examples_section(run: Run, removals: list[dict]) -> str:
     keys = example_keys(run.tables, EXAMPLES_PER_RULE)
     if not keys:
         return section("examples", "Removed documents, by rule", note("Nothing was removed."))
-    docs = fetch_removed(run.tables, [(k[2], k[3]) for k in keys])
+    docs = fetch_removed(run.tables, [(k[2], k[3]) for k in keys], evidence.SCAN_CHARS)
     by_rule: dict = {}
     for stage, rule, ofile, orow in keys:
         d = docs.get((ofile, orow))
         if d is not None:
             by_rule.setdefault((stage, rule), []).append(d)
+    dup_ids = sorted({d["dup_of"] for (_, rule), ds in by_rule.items() if rule in DUP_RULES
+                      for d in ds[:DIFFS_PER_RULE] if d.get("dup_of")})
+    reps = _representatives(run, dup_ids) if dup_ids else {}
+    finder = _finder(run)
     counts = {(a["stage"], a["rule"]): a["docs"] for a in removals}
     body = ""
     order = sorted(by_rule, key=lambda k: (stage_index(run, k[0]), str(k[0]), -counts.get(k, 0), str(k[1])))
     for stage, rule in order:
         items = []
-        for d in by_rule[(stage, rule)]:
+        for j, d in enumerate(by_rule[(stage, rule)]):
             head = _doc_head({**d, "origin": f"{d.get('origin_file')}:{d.get('origin_row')}"},
                              ["id", "source", "lang", "value", "threshold", "detail", "dup_of", "url", "origin",
                               "n_chars"])
             meta = d.get("meta")
             meta_html = f'<div class="doc-head"><b>meta</b> {esc(meta[:300])}</div>' if meta and meta != "{}" else ""
-            items.append(f'<div class="example">{head}{meta_html}{_doc_text(d)}</div>')
+            if d.get("text") is None:
+                text_html = _doc_text(d)
+            elif rule in DUP_RULES and j < DIFFS_PER_RULE and d.get("dup_of") in reps:
+                text_html = _diff_html(d, reps[d["dup_of"]])
+            else:
+                text_html = ""
+            if not text_html:
+                text_html = evidence.window(d["text"], d.get("n_chars"), finder.find(d),
+                                            evidence.no_span_note(rule))
+            items.append(f'<div class="example">{head}{meta_html}{text_html}</div>')
         n = counts.get((stage, rule), len(items))
         summary = f"{stage} · {rule} — {num(n)} removed ({len(items)} shown)"
         body += (f'<div id="ex-{esc(_anchor(stage, rule))}">'
                  + details(summary, "".join(items)) + "</div>")
     intro = (f"Up to {EXAMPLES_PER_RULE} removed documents per rule, chosen by a hash of their id (the same "
-             f"documents on every run of the same data), with the deciding value and threshold; texts are "
-             f"cut at {TEXT_CHARS} characters.")
+             f"documents on every run of the same data), with the deciding value and threshold. Each shows the "
+             f"part of the text that decided, highlighted (the offending characters, lines, run, blob, words "
+             f"or n-grams, found from the ledger's detail and the rule's own detecting code), with "
+             f"{evidence.CONTEXT} characters around it; a rule that measures the whole document shows its "
+             f"start and says so. Near duplicates are shown as a word-level diff against the document they "
+             f"duplicate (dup_of): struck out, words only in that representative; underlined, words only in "
+             f"the removed one.")
     return section("examples", "Removed documents, by rule", body, intro)
+
+
+# -- near the threshold ---------------------------------------------------------------------------------------
+NEAR_PER_RULE = 3
+
+
+def near_section(run: Run) -> str | None:
+    """Kept documents whose signal is closest to each threshold (on the kept side): what a reviewer looks at
+    to decide whether a bound should move."""
+    ths = [th for th in run.thresholds if is_numeric(run.tables.kept_cols.get(th.signal))]
+    if not ths:
+        return None
+    near = near_threshold(run.tables, ths, NEAR_PER_RULE, evidence.SCAN_CHARS)
+    if not near:
+        return section("near", "Kept near the threshold", note("No kept document has a value for a thresholded "
+                                                                "signal."))
+    finder = _finder(run)
+    body = ""
+    order = sorted(near, key=lambda i: (stage_index(run, ths[i].stage), ths[i].stage, ths[i].rule, ths[i].compare))
+    for i in order:
+        th = ths[i]
+        items = []
+        for d in near[i]:
+            head = _doc_head({**d, "signal": th.signal, "origin": f"{d.get('origin_file')}:{d.get('origin_row')}"},
+                             ["id", "source", "lang", "signal", "value", "threshold", "origin", "n_chars"])
+            ev = finder.find({**d, "rule": th.rule, "stage": th.stage}) if d.get("text") else None
+            text_html = (evidence.window(d["text"], d.get("n_chars"), ev, evidence.no_span_note(th.rule))
+                         if d.get("text") is not None else _doc_text(d))
+            items.append(f'<div class="example near">{head}{text_html}</div>')
+        op = "at most" if th.compare == "max" else "at least"
+        summary = f"{th.stage} · {th.rule} — kept with {th.signal} {op} the threshold, closest first"
+        body += details(summary, "".join(items))
+    intro = (f"Per threshold, the {NEAR_PER_RULE} kept documents whose signal is closest to it (on the kept side; "
+             "a language with its own value is compared with that value). These are the pages a bound would "
+             "remove next if it moved: read them before tightening a rule.")
+    return section("near", "Kept near the threshold", body, intro)
