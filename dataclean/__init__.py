@@ -7,6 +7,11 @@ Library use::
     pipe = dataclean.Pipeline([dataclean.stages.Normalize(), ...])   # or Pipeline.from_config(cfg)
     outcome = pipe.process(record_batch)                            # kept rows + ledger rows
 
+``run`` needs no ``if __name__ == "__main__":``: it works at a script's top level, in a session whose main module
+has no file (``python -c``, stdin, a notebook) and in a worker thread, because its workers do not import the
+caller's script (only a stage class defined in the script makes them: see docs/library.md). ``config`` may be a
+dict, read like the YAML file of the same content.
+
 The names below are imported on first use (PEP 562), so that ``import dataclean`` costs nothing until one is
 needed: the command line starts its workers' fork server before it imports the pipeline (see
 :func:`dataclean.exec.local.prestart`).

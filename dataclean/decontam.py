@@ -360,6 +360,7 @@ def _build(benchmarks: list[Benchmark], params: dict, fp: str, out: str, memory_
     flush()
     n_parts = part_base
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")  # (no foreign output in a notebook)
     try:
         con.execute(f"SET memory_limit = '{memory_limit}'")
         con.execute(f"SET temp_directory = '{os.path.join(out, 'spill')}'")

@@ -195,6 +195,7 @@ def _fates(out: str) -> dict[str, dict]:
     import duckdb
 
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")  # (no foreign output in a notebook)
     fates: dict[str, dict] = {}
     data = os.path.join(out, "data", "*.parquet")
     rejected = os.path.join(out, "rejected", "*.parquet")

@@ -111,6 +111,7 @@ def connect(out: str, read_only: bool = False, views=("kept", "removed"),
     ``extra`` views (name -> one Parquet file: an export's ``export_docs``); ``read_only``: see the module
     docstring; ``errors``: see :func:`register_views`."""
     con = duckdb.connect(":memory:")
+    con.execute("SET enable_progress_bar = false")  # (on by itself where __main__ has no file: a notebook)
     made = register_views(con, out, views, errors)
     for name, path in (extra or {}).items():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({sql_string(path)})")

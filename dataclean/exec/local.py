@@ -46,6 +46,69 @@ def _context():
 _state: dict = {}
 
 
+def _context_without_main():
+    """:func:`_context`, but its workers do not run the caller's main module before their first task.
+
+    ``multiprocessing`` makes each new worker import the parent's ``__main__`` again (as ``__mp_main__``), from
+    ``sys.modules['__main__'].__file__`` (``init_main_from_path``) or its ``__spec__.name`` (``-m``), so that
+    functions defined there can be unpickled (``spawn.get_preparation_data``, ``spawn.prepare``). A script that
+    calls :func:`dataclean.run` at its top level, without ``if __name__ == "__main__":``, then runs the whole
+    run again in every worker, which fails at once ("An attempt has been made to start a new process before the
+    current process has finished its bootstrapping phase") and breaks the pool. The runner's tasks are
+    dataclean's own functions: its workers need nothing from ``__main__``, so they are told to leave it alone
+    (what the standard library does already for a ``__main__`` without a file: ``python -c``, stdin, a
+    notebook). Where workers are spawned (no fork server), the standard behaviour is kept."""
+    ctx = _context()
+    if ctx.get_start_method() != "forkserver":
+        return ctx
+    return _NoMainContext()
+
+
+def _popen_class():
+    """The fork server's ``Popen`` without the main module in the preparation data (made on first use: the
+    ``popen_forkserver`` module cannot be imported where there is no fork server)."""
+    if "popen" not in _state:
+        import io
+        from multiprocessing import forkserver, popen_forkserver, reduction, spawn, util
+        from multiprocessing.context import set_spawning_popen
+
+        class Popen(popen_forkserver.Popen):
+            def _launch(self, process_obj):  # CPython 3.11's popen_forkserver.Popen._launch, but the two pops
+                prep_data = spawn.get_preparation_data(process_obj._name)
+                prep_data.pop("init_main_from_path", None)
+                prep_data.pop("init_main_from_name", None)
+                buf = io.BytesIO()
+                set_spawning_popen(self)
+                try:
+                    reduction.dump(prep_data, buf)
+                    reduction.dump(process_obj, buf)
+                finally:
+                    set_spawning_popen(None)
+                self.sentinel, w = forkserver.connect_to_new_process(self._fds)
+                _parent_w = os.dup(w)  # (the child's sentinel of this process, as in the standard library)
+                self.finalizer = util.Finalize(self, util.close_fds, (_parent_w, self.sentinel))
+                with open(w, "wb", closefd=True) as f:
+                    f.write(buf.getbuffer())
+                self.pid = forkserver.read_signed(self.sentinel)
+
+        _state["popen"] = Popen
+    return _state["popen"]
+
+
+if hasattr(multiprocessing.context, "ForkServerContext"):  # (not on Windows)
+    class _NoMainProcess(multiprocessing.context.ForkServerProcess):
+        """A fork server's process started by :func:`_popen_class`'s ``Popen``."""
+
+        @staticmethod
+        def _Popen(process_obj):
+            return _popen_class()(process_obj)
+
+    class _NoMainContext(multiprocessing.context.ForkServerContext):
+        """The ``forkserver`` context (the same fork server) whose processes skip the main module."""
+
+        Process = _NoMainProcess
+
+
 def _ensure_server() -> None:
     """Start the fork server if it is not running, importing dataclean from where this process does: Python 3.11's
     fork server ignores the ``sys_path`` it is given and puts its working folder first, so it could load another
@@ -245,13 +308,18 @@ class LocalExecutor:
 
     name = "local"
 
-    def __init__(self, workers: int = 1, max_retries: int = MAX_RETRIES):
+    def __init__(self, workers: int = 1, max_retries: int = MAX_RETRIES, import_main: bool = True):
+        """``import_main``: each worker imports the caller's ``__main__`` first, as ``multiprocessing`` does, so
+        that functions defined there can be run (the caller then needs ``if __name__ == "__main__":``); the
+        runner's pool passes False unless its pipeline has a stage class defined in ``__main__``, so that a
+        script without that guard works (:func:`_context_without_main`)."""
         if workers < 1:
             raise ValueError("workers must be >= 1")
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
         self.workers = workers
         self.max_retries = max_retries
+        self.import_main = import_main
         self._pool: ProcessPoolExecutor | None = None
         self._processes: dict = {}  # the pool's processes by pid (its own dict: the exit codes of a broken pool)
         self._started_r = self._started_w = None  # the pool's pipe of started tasks (driver: read end)
@@ -333,6 +401,11 @@ class LocalExecutor:
                 raise RunError(death_message(specs[i], i, deaths[i]))
         if not culprits:
             idle.append(_cause(next(iter(dead.values()), None)))
+            main = getattr(sys.modules.get("__main__"), "__file__", None) if self.import_main else None
+            if main and idle[-1].startswith("exit code"):  # (not killed: each worker failed importing the script)
+                raise RunError(f"the workers' pool broke before any task ran ({idle[-1]}); each worker imports "
+                               f"{main} first: put the code that runs at its top level under "
+                               "`if __name__ == \"__main__\":`")
             if len(idle) > self.max_retries:
                 raise RunError(f"the workers' pool broke {_times(len(idle))} before any task ran ({idle[-1]}); "
                                "lower --workers, then run the same command to resume")
@@ -369,7 +442,7 @@ class LocalExecutor:
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
             _ensure_server()
-            ctx = _context()
+            ctx = _context() if self.import_main else _context_without_main()
             self._started_r, self._started_w = ctx.Pipe(duplex=False)
             self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_start_worker,
                                              initargs=(dict(os.environ), self._started_w))

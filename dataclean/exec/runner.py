@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
+import multiprocessing
 import os
 import shutil
 import sys
@@ -285,13 +286,15 @@ class _Progress:
             yield lambda *_: bar.advance(t)
 
 
-def make_executor(kind: str = "local", workers: int = 1, address: str | None = None):
+def make_executor(kind: str = "local", workers: int = 1, address: str | None = None, import_main: bool = False):
     """The executor named ``kind``: ``"local"`` (a process pool of ``workers``) or ``"ray"`` (Ray tasks on the
-    cluster at ``address``, or on a local Ray of ``workers`` CPUs)."""
+    cluster at ``address``, or on a local Ray of ``workers`` CPUs). ``import_main``: the local workers import
+    the caller's ``__main__`` before their first task (needed only for a stage class defined there; it makes
+    ``if __name__ == "__main__":`` necessary, see :class:`~dataclean.exec.local.LocalExecutor`)."""
     if kind == "local":
         if address:
             raise RunError("--ray-address needs --executor ray")
-        return LocalExecutor(workers)
+        return LocalExecutor(workers, import_main=import_main)
     if kind == "ray":
         from dataclean.exec.ray_executor import RayExecutor, RayExecutorError
         try:
@@ -344,7 +347,8 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
         decontaminate: list[str] | None = None) -> RunSummary:
     """Clean ``inputs`` (files, folders, globs) into ``output``; return a :class:`RunSummary`.
 
-    ``config`` is a resolved config dict, a YAML path or None (defaults). ``executor`` is ``"local"`` (the
+    ``config`` is a YAML path, a bundled config's name, None (defaults) or a dict, read like the YAML file of
+    the same content (a resolved config resolves to itself). ``executor`` is ``"local"`` (the
     default), ``"ray"`` (with ``ray_address``, or a local Ray of ``workers`` CPUs) or an executor object with
     ``map(fn, specs, on_done)`` (left open: the caller closes it). ``dedup_against`` names earlier output folders
     whose kept documents the near-duplicate stage removes duplicates of; ``decontaminate`` names benchmark files
@@ -360,12 +364,17 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
     manifest.json and report.html at the end, each file whole or not at all.
     """
     started = time.time()
+    if getattr(multiprocessing.current_process(), "_inheriting", False):  # (a worker that imports the script)
+        main = sys.modules.get("__mp_main__") or sys.modules.get("__main__")
+        raise SystemExit(_IMPORTED_BY_A_WORKER.format(main=getattr(main, "__file__", "the main module")))
     if executor in (None, "local"):
         prestart(workers)  # the workers' fork server imports and loads the kernels while this process plans
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
-    cfg = config if isinstance(config, dict) and "pipeline" in config and not overrides else \
-        resolve_config(config, overrides)
+    # A dict is resolved like the YAML file of the same content (merged onto the defaults, validated): a dict
+    # with only a `pipeline` once skipped the merge and failed later on a missing key. A resolved config (the
+    # command line's) resolves to itself.
+    cfg = resolve_config(config, overrides)
     if dedup_against:
         cfg = with_dedup_against(cfg, [str(p) for p in dedup_against])
     if decontaminate:
@@ -436,7 +445,8 @@ def _run_locked(cfg: dict, files: list[str], output: str, publish: str | None, f
     pipe = pipeline_for(cfg)
     progress = _Progress(quiet)
     owned = executor is None or isinstance(executor, str)
-    ex = make_executor(executor or "local", workers, ray_address) if owned else executor
+    ex = make_executor(executor or "local", workers, ray_address, import_main=_stages_in_main(pipe)) \
+        if owned else executor
     timings: dict[str, float] = {}
     resumed = 0
     try:
@@ -534,6 +544,22 @@ def _run_locked(cfg: dict, files: list[str], output: str, publish: str | None, f
     summary.warnings = [w for w in [sanity.mostly_bad_warning(output, sanity.mapping_of(cfg))] if w]
     summary.warnings = extra_warnings + summary.warnings
     return summary
+
+
+#: The exit of a worker process that imports the caller's script, which calls ``run`` at its top level (see
+#: :func:`_stages_in_main`): not a run inside the worker. A worker forked by the fork server exits 1 without
+#: printing it (the driver then stops at once, naming the same fix: LocalExecutor); a spawned one prints it.
+_IMPORTED_BY_A_WORKER = ("error: a worker process imported {main} (it defines a stage class the workers need), "
+                         "which calls dataclean.run at its top level: put the call under "
+                         "`if __name__ == \"__main__\":`")
+
+
+def _stages_in_main(pipe) -> bool:
+    """Does the pipeline have a stage class defined in the caller's ``__main__`` (a class put in ``REGISTRY``
+    by a script)? Only then do the local workers import ``__main__`` before their first task (they build their
+    stages from the recipe entries, by name): otherwise a script without ``if __name__ == "__main__":`` would
+    run again in every worker."""
+    return any(type(stage).__module__ in ("__main__", "__mp_main__") for stage in pipe.stages)
 
 
 def _write_report(output: str) -> None:

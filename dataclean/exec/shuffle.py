@@ -255,6 +255,10 @@ def duckdb_connection(memory_limit: str, threads: int, temp_directory: str):
     import duckdb
 
     con = duckdb.connect(":memory:")
+    # No progress bar: DuckDB turns its bar on where ``__main__`` has no file when duckdb is imported (a notebook,
+    # ``python -c``, and the fork server every local worker comes from), and prints it with \r on stdout for any
+    # query over 2 s, into the caller's output. Set first, before any statement that could be slow.
+    con.execute("SET enable_progress_bar = false")
     con.execute(f"SET memory_limit = {sql_string(str(memory_limit))}")
     con.execute(f"SET threads = {int(threads)}")
     con.execute(f"SET temp_directory = {sql_string(temp_directory)}")
