@@ -353,6 +353,29 @@ def test_plugin_digest_follows_the_plugin_source(tmp_path, monkeypatch):
     assert after != before
 
 
+def test_a_rerun_after_editing_the_plugin_refuses_the_folder_instead_of_resuming(tmp_path):
+    """The run fingerprint holds the plug-in's source: the same command after an edit (the default threshold
+    raised to 0.6) is refused in one line, and with --fresh it decides by the new code (6/11 is kept)."""
+    plugin = copy_example(tmp_path)
+    inputs = write_inputs(tmp_path / "in")
+    cfg = write_config(tmp_path / "plug.yaml", "dataclean_hanspace:HanSpacing")
+    out = tmp_path / "out"
+    args = ("run", inputs, "-o", out, "--config", cfg, "--workers", 2, "--quiet")
+    assert_plugin_run(cli(*args, cwd=plugin), out)
+    assert cli(*args, cwd=plugin).returncode == 0  # (unchanged: a finished run, nothing to do)
+    source = plugin / "dataclean_hanspace.py"
+    text = source.read_text(encoding="utf-8")
+    old = "threshold: float | None = 0.5,"
+    assert text.count(old) == 1
+    source.write_text(text.replace(old, "threshold: float | None = 0.6,"), encoding="utf-8")
+    again = cli(*args, cwd=plugin)
+    assert again.returncode == 2 and len(again.stderr.splitlines()) == 1, again.stderr
+    assert "different configuration" in again.stderr and "--fresh" in again.stderr
+    fresh = cli(*args, "--fresh", cwd=plugin)
+    assert fresh.returncode == 0, fresh.stderr
+    assert ledger(out) == {"zh-pdf": ("han_spacing", "han_spaced_out", "spaces between Han characters", 1.0, 0.6)}
+
+
 def fake_dist(site: Path, name: str, entry_points: str) -> None:
     """An installed distribution as pip leaves it on disk (``NAME-VERSION.dist-info`` with ``METADATA`` and
     ``entry_points.txt``), for importlib.metadata to find on sys.path."""

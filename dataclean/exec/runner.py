@@ -99,14 +99,19 @@ def model_files_digest(cfg) -> dict[str, str]:
 
 def fingerprint(cfg: dict, inputs: list[str]) -> str:
     """What a run's markers are valid for: the resolved config, the rules folder, the model files it names,
-    the inputs (size, mtime), dataclean's version and file format."""
+    the source of its plug-in stages (an edited plug-in is a different run, not a resume with stale
+    decisions), the inputs (size, mtime), dataclean's version and file format."""
     files = [(p, *iofs.stat(p)) for p in inputs]
     from dataclean import __version__
     from dataclean.exec import layout
+    from dataclean.stages import plugin_digest
 
-    blob = json.dumps({"config": config_hash(cfg), "rules": rules_digest(), "models": model_files_digest(cfg),
-                       "version": __version__, "format": layout.FILE_FORMAT, "inputs": files},
-                      sort_keys=True).encode()
+    blob = {"config": config_hash(cfg), "rules": rules_digest(), "models": model_files_digest(cfg),
+            "version": __version__, "format": layout.FILE_FORMAT, "inputs": files}
+    plugins = plugin_digest(cfg)
+    if plugins:  # (only then: the fingerprint of a run without plug-ins is what it was)
+        blob["plugins"] = plugins
+    blob = json.dumps(blob, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()
 
 
