@@ -14,25 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import run_cli
+from test_report import SENTENCES
 
-EN = [
-    "The river rose slowly after three days of steady rain in the northern hills.",
-    "Farmers in the valley moved their animals to higher ground before the water arrived.",
-    "A small bakery on the corner sells bread that is still warm at seven in the morning.",
-    "The museum opened a new wing that shows the history of printing in the region.",
-    "Most of the students walked to school because the bus route had been changed.",
-    "Our neighbour has grown tomatoes and beans in the same garden for twenty years.",
-    "The old bridge was closed for repairs, so traffic went through the centre of town.",
-    "She wrote a long letter to her brother, who had moved to a city across the sea.",
-    "The library keeps a collection of maps that were drawn by hand two centuries ago.",
-    "After the concert, the musicians thanked the volunteers who had set up the chairs.",
-    "The council voted to plant more trees along the main street next spring.",
-    "A group of hikers found a quiet lake that does not appear on the usual trail maps.",
-    "The recipe calls for fresh herbs, a little butter and a pinch of salt at the end.",
-    "Children from the village learned to swim in the shallow part of the bay.",
-    "The engineer explained how the new pump would keep the fields from flooding again.",
-    "Every autumn the school holds a fair where families sell books, cakes and toys.",
-]
+EN = SENTENCES[:16]  # (the plain English prose of test_report.py)
 ZH = [
     "清晨的时候，河边的小路上已经有很多人在散步了。",
     "这家面包店每天早上七点开门，面包总是热的。",
