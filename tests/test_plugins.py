@@ -248,6 +248,11 @@ def test_path_form_run_removes_the_spaced_out_documents_identically_for_1_and_2_
                      r"<td>spaces between Han characters</td><td class=\"num\">2</td>", html)
     assert "han_spaced_out: removed above 0.5" in html  # the signal panel, from the rule's threshold
     assert "han_spaced_out — 2 removed" in html  # the removed examples of the rule
+    # inspect names the plug-in's signal and comparison, as it does for a built-in rule
+    fate = cli("inspect", outs[2], "--id", "zh-segmented", cwd=plugin)
+    assert fate.returncode == 0, fate.stderr
+    assert re.search(r"value 0\.5455 \(han_spaced_frac\), threshold 0\.5 \[above the maximum\]", fate.stdout), \
+        fate.stdout
 
 
 def test_ray_run_of_a_plugin_is_byte_identical_to_the_local_pool(tmp_path):

@@ -159,7 +159,7 @@ class Run:
             self.kept_records = "kept_records"
         self.signals = [c for c, t in self.kept_columns.items()
                         if c not in NOT_SIGNALS and t.split("(")[0] in NUMERIC_TYPES]
-        self.rule_signals = _rule_signals()
+        self.rule_signals = _rule_signals(self.config)
 
     def close(self) -> None:
         self.con.close()
@@ -188,12 +188,23 @@ class Run:
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
-def _rule_signals() -> dict[str, tuple[str, str]]:
-    """rule code -> (signal it reads, how it compares), from the stage classes."""
-    from dataclean.stages import REGISTRY
+def _rule_signals(config: dict | None = None) -> dict[str, tuple[str, str]]:
+    """rule code -> (signal it reads, how it compares), from the stage classes: the built-in ones and the
+    plug-ins of the run's ``config`` that import here (one that does not is left out: its values print bare)."""
+    from dataclean.stages import REGISTRY, find_stage
 
+    classes = list(REGISTRY.values())
+    for spec in (config or {}).get("pipeline") or []:
+        kind = spec.get("stage") if isinstance(spec, dict) else None
+        if kind and kind not in REGISTRY:
+            try:
+                cls = find_stage(kind)
+            except Exception:  # (a plug-in that fails to import: inspect still answers)
+                cls = None
+            if cls is not None:
+                classes.append(cls)
     out = {}
-    for cls in REGISTRY.values():
+    for cls in classes:
         for spec in getattr(cls, "rule_specs", None) or []:
             out.setdefault(spec.rule, (spec.signal, spec.compare))
     return out
