@@ -152,8 +152,9 @@ def test_an_empty_folder_is_refused_in_one_line(tmp_path):
     (tmp_path / "empty").mkdir()
     res = run_cli("run", "empty", "-o", "out", "--quiet", cwd=tmp_path)
     assert res.returncode == 2
-    assert res.stderr.splitlines() == ["error: no input files found in empty (looked for .parquet, .jsonl, "
-                                       ".jsonl.gz, .jsonl.zst, .warc, .warc.gz, .wet.gz)"]
+    assert res.stderr.splitlines() == ["error: no input files found in empty (looked for .parquet, .jsonl, .json, "
+                                       ".ndjson (also .gz, .zst), .arrow, .feather, .ipc, datasets save_to_disk "
+                                       "folders, .warc, .warc.gz, .wet.gz)"]
     assert not (tmp_path / "out").exists()
 
 
