@@ -126,6 +126,12 @@ def _merge(base: Any, override: Any, key: str) -> Any:
 #: config still needs to reorder, add or remove stages.) Not a key of the resolved config.
 PATCH_KEY = "stages"
 
+#: The top-level key of a config that adds stages to the pipeline without restating it: a list of entries as
+#: in ``pipeline:``, each placed ``before:`` or ``after:`` a stage (its ``name:`` or kind), by default before
+#: the first corpus-wide stage (after every filter of pass 1), as a plug-in filter wants. Not a key of the
+#: resolved config.
+ADD_KEY = "add_stages"
+
 
 def resolve_config(user: dict | str | os.PathLike | None = None, overrides: dict | None = None,
                    sets: list[str] | tuple[str, ...] | None = None) -> dict:
@@ -144,7 +150,10 @@ def resolve_config(user: dict | str | os.PathLike | None = None, overrides: dict
             user = load_yaml(bundled_config(user))
         user = dict(user)
         patch = user.pop(PATCH_KEY, None)
+        added = user.pop(ADD_KEY, None)
         cfg = _merge(cfg, user, "")
+        if added is not None:
+            cfg = add_stages(cfg, added)
         if patch is not None:
             if not isinstance(patch, dict):
                 raise ConfigError(f"{PATCH_KEY}: expected a mapping of stage name to parameters, e.g. "
@@ -169,6 +178,39 @@ def resolve_config(user: dict | str | os.PathLike | None = None, overrides: dict
         cfg = patch_stage(cfg, stage, params, prefix)
     validate(cfg)
     return cfg
+
+
+def add_stages(cfg: dict, added: Any) -> dict:
+    """``cfg`` with the ``add_stages:`` entries (see :data:`ADD_KEY`) inserted into its pipeline, in order (an
+    entry may be placed before or after one added earlier)."""
+    if not isinstance(added, list):
+        raise ConfigError(f"{ADD_KEY}: expected a list of stage entries, e.g. {ADD_KEY}: [{{stage: "
+                          f"mypkg.filters:MyFilter, before: exact_dedup}}]; got {type(added).__name__}")
+    pipeline = [dict(s) if isinstance(s, dict) else s for s in cfg["pipeline"]]
+    for n, entry in enumerate(added):
+        where = f"{ADD_KEY}[{n}]"
+        if not isinstance(entry, dict) or not entry.get("stage"):
+            raise ConfigError(f"{where}: expected a stage entry with a stage: key, e.g. {{stage: "
+                              f"mypkg.filters:MyFilter}}; got {entry!r}")
+        entry = dict(entry)
+        before, after = entry.pop("before", None), entry.pop("after", None)
+        if before is not None and after is not None:
+            raise ConfigError(f"{where}: give before: or after:, not both")
+        anchor = before if before is not None else after
+        names = _stage_names(pipeline)
+        if anchor is None:
+            from dataclean.stages import find_stage
+
+            kinds = [s.get("stage") if isinstance(s, dict) else None for s in pipeline]
+            at = next((i for i, k in enumerate(kinds) if getattr(find_stage(k), "is_global", False)), len(kinds))
+        elif str(anchor) in names:
+            at = names.index(str(anchor)) + (1 if after is not None else 0)
+        else:
+            hint = _did_you_mean(anchor, names)
+            raise ConfigError(f"{where}.{'before' if before is not None else 'after'}: no stage {anchor} in the "
+                              f"pipeline" + (f" ({hint})" if hint else "") + f"; stages: {', '.join(names)}")
+        pipeline.insert(at, entry)
+    return dict(cfg, pipeline=pipeline)
 
 
 def parse_set(item: str) -> tuple[str, Any]:

@@ -213,3 +213,36 @@ def test_config_init_writes_a_file_that_changes_nothing_until_edited(corpus, tmp
         ("zh-short", "gopher_quality", "gopher_short_doc", 36.0, 40.0)])
     forced = cli("config", "init", "my.yaml", "--force", cwd=tmp_path)
     assert forced.returncode == 0 and (tmp_path / "my.yaml").read_text(encoding="utf-8") == text
+
+
+def test_add_stages_places_entries_without_restating_the_pipeline():
+    """``add_stages:`` inserts entries into the default pipeline: by default before the first corpus-wide stage
+    (after every pass-1 filter), or ``before:`` / ``after:`` a named stage; later patches reach them."""
+    from dataclean.config import ConfigError, resolve_config
+
+    base = [s.get("name") or s["stage"] for s in resolve_config()["pipeline"]]
+    cfg = resolve_config({"add_stages": [{"stage": "long_tokens", "name": "late_blobs"},
+                                         {"stage": "long_tokens", "name": "early_blobs", "before": "langid"},
+                                         {"stage": "long_tokens", "name": "after_c4", "after": "c4"}],
+                          "stages": {"late_blobs": {"max_token_chars": 5000}}})
+    names = [s.get("name") or s["stage"] for s in cfg["pipeline"]]
+    assert names == (base[:base.index("langid")] + ["early_blobs"] + base[base.index("langid"):base.index("c4") + 1]
+                     + ["after_c4"] + base[base.index("c4") + 1:base.index("exact_dedup")] + ["late_blobs"]
+                     + base[base.index("exact_dedup"):])
+    assert next(s for s in cfg["pipeline"] if s.get("name") == "late_blobs")["max_token_chars"] == 5000
+    assert "add_stages" not in cfg
+    for bad, message in [
+        ({"add_stages": {"stage": "c4"}}, "add_stages: expected a list of stage entries, e.g. add_stages: "
+                                          "[{stage: mypkg.filters:MyFilter, before: exact_dedup}]; got dict"),
+        ({"add_stages": [{"before": "c4"}]}, "add_stages[0]: expected a stage entry with a stage: key, e.g. "
+                                             "{stage: mypkg.filters:MyFilter}; got {'before': 'c4'}"),
+        ({"add_stages": [{"stage": "c4", "before": "c4", "after": "c4"}]},
+         "add_stages[0]: give before: or after:, not both"),
+    ]:
+        with pytest.raises(ConfigError) as err:
+            resolve_config(bad)
+        assert str(err.value) == message
+    with pytest.raises(ConfigError) as err:
+        resolve_config({"add_stages": [{"stage": "c4", "name": "c4b", "after": "gopher_qualty"}]})
+    assert str(err.value).startswith("add_stages[0].after: no stage gopher_qualty in the pipeline (did you mean "
+                                     "gopher_quality?); stages: normalize, langid,")

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from conftest import REPO, folder_bytes
 
@@ -253,6 +254,29 @@ def test_path_form_run_removes_the_spaced_out_documents_identically_for_1_and_2_
     assert fate.returncode == 0, fate.stderr
     assert re.search(r"value 0\.5455 \(han_spaced_frac\), threshold 0\.5 \[above the maximum\]", fate.stdout), \
         fate.stdout
+
+
+def test_add_stages_puts_the_plugin_into_the_default_pipeline(tmp_path):
+    """``add_stages:`` adds the plug-in to the whole default pipeline without restating it. Placed before
+    langid it judges every document (these short ones all fall to gopher_short_doc later): it removes
+    exactly the two spaced-out ones, and every document, kept or removed, carries its signal."""
+    plugin = copy_example(tmp_path)
+    inputs = write_inputs(tmp_path / "in")
+    cfg = tmp_path / "add.yaml"
+    cfg.write_text("add_stages:\n  - stage: dataclean_hanspace:HanSpacing\n    before: langid\n", encoding="utf-8")
+    out = tmp_path / "out"
+    proc = cli("run", inputs, "-o", out, "--config", cfg, "--workers", 2, "--quiet", cwd=plugin)
+    assert proc.returncode == 0, proc.stderr
+    rows = {i: r for i, r in ledger(out).items() if r[0] == "han_spacing"}
+    assert rows == expected_ledger()
+    signals = {}
+    for folder in ("data", "rejected"):
+        t = pq.read_table(out / folder, columns=["id", "han_spaced_frac"])
+        signals.update(zip(t.column("id").to_pylist(), t.column("han_spaced_frac").to_pylist()))
+    assert signals == {i: v for i, _, v in SHARD_A + SHARD_B}
+    shown = cli("config", "show", "--config", cfg, cwd=plugin)
+    kinds = [s["stage"] for s in yaml.safe_load(shown.stdout)["pipeline"]]
+    assert kinds[:3] == ["normalize", "dataclean_hanspace:HanSpacing", "langid"] and len(kinds) > 10
 
 
 def test_ray_run_of_a_plugin_is_byte_identical_to_the_local_pool(tmp_path):
