@@ -310,3 +310,29 @@ def test_the_evidence_page_in_headless_chromium(run):
     assert state["markBg"] == "rgb(255, 224, 138)" and state["markHeight"] > 5
     assert "画册" in state["ins"] + state["dels"] and "地图" in state["ins"] + state["dels"]
     assert state["scripts"] == 0 and requests == [url]
+
+
+@pytest.mark.parametrize("mode", ["token", "hash"])
+def test_pii_masks_of_kept_documents_are_highlighted_and_the_values_never_shown(tmp_path, mode):
+    """Rewrites show the kept documents with the most masked characters, their mask tokens in <mark> (the
+    hash mode's ``<EMAIL:hex>`` too); the address the mask replaced appears nowhere in the page."""
+    import json
+    en = " ".join(SENTENCES[:8]) + " For questions, write to anna.berg@example.org before Friday. " + \
+        " ".join(SENTENCES[8:16])
+    zh = ("图书馆将在下个月延长开放时间，方便学生在考试期间复习。读者如有任何问题，可以发送邮件到 service@library.cn "
+          "联系工作人员，我们会尽快回复。图书馆还计划增加新的书架和阅读座位，让更多的读者可以在安静的环境里学习和阅读。"
+          "每个周末还会举办读书分享会，欢迎大家参加。")
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n"
+                           for i, t in (("en-mail", en), ("zh-mail", zh))), encoding="utf-8")
+    out = tmp_path / "out"
+    res = run_cli("run", src, "-o", out, "--quiet", "--set", f"pii.mode={mode}")
+    assert res.returncode == 0, res.stderr
+    html = (out / "report.html").read_text(encoding="utf-8")
+    start = html.index("<h3>PII masks: the 2 kept documents with the most masked characters</h3>")
+    block = html[start:html.index("</section>", start)]
+    tag = r"&lt;EMAIL&gt;" if mode == "token" else r"&lt;EMAIL:[0-9a-f]+&gt;"
+    assert len(re.findall(rf"<mark>{tag}</mark>", block)) == 2
+    assert "发送邮件到 <mark>" in block and "write to <mark>" in block
+    assert "anna.berg" not in html and "service@library" not in html
+    assert block.count("<b>pii_email</b> 1") == 2

@@ -235,6 +235,17 @@ class Finder:
         return Evidence([(s, e) for s, e, _ in lines], "the line(s) with a “{”")
 
 
+def mask_spans(text: str, stage) -> Evidence | None:
+    """The PII masks in a kept text: the run's ``pii`` stage's replacement tokens (``<EMAIL>``; in hash mode
+    ``<EMAIL:3fa9c2d1>``). Only the masks can be shown: the values they replaced are kept nowhere, by design."""
+    tokens = sorted(set((getattr(stage, "_tokens", None) or {}).values()), key=len, reverse=True)
+    if not tokens:
+        return None
+    alts = [re.escape(t[:-1]) + r"(?::[0-9a-f]+)?>" if t.endswith(">") else re.escape(t) for t in tokens]
+    spans = [m.span() for m in re.finditer("|".join(alts), text)][:MAX_MARKS * 4]
+    return Evidence(spans, "the masks that replaced personal data") if spans else None
+
+
 WHOLE_DOCUMENT = {"lang_low_score", "lang_not_allowed", "gopher_short_doc", "gopher_long_doc",
                   "gopher_below_avg_word_length", "gopher_above_avg_word_length", "gopher_below_alpha_threshold",
                   "gopher_few_stop_words", "c4_empty", "c4_too_few_sentences", "exact_duplicate",

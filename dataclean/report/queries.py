@@ -427,3 +427,19 @@ def rewritten_examples(t: RunTables, n: int = 3, chars: int = TEXT_CHARS) -> lis
     finally:
         t.con.unregister("report_rewritten")
     return [docs[k] for k in map(tuple, picked) if k in docs]
+
+
+def masked_examples(t: RunTables, n: int = 3, chars: int = TEXT_CHARS) -> list[dict]:
+    """The ``n`` kept documents with the most characters masked by the ``pii`` stage (``pii_chars``; ties: by
+    origin), with their masked text truncated to ``chars``. Empty when the run masked nothing."""
+    cols = t.kept_cols
+    if not is_numeric(cols.get("pii_chars")):
+        return []
+    counts = [c for c in cols if c.startswith("pii_") and c not in ("pii_chars", "pii_share") and is_numeric(cols[c])]
+    res = t.con.sql(f"""
+        SELECT id, source, lang, origin_file, origin_row, n_chars, {_text_expr(cols, chars)} AS text, pii_chars
+               {"".join(", " + ident(c) for c in counts)}
+        FROM kept k WHERE {kept_records_filter(cols, "k")} AND pii_chars > 0
+        ORDER BY pii_chars DESC, origin_file, origin_row LIMIT {int(n)}""")
+    names = res.columns
+    return [dict(zip(names, r)) for r in res.fetchall()]

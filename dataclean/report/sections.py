@@ -9,7 +9,7 @@ from dataclean.report import charts, evidence, svggrid
 from dataclean.report.page import Cell, details, esc, figure, mono, note, num, pct, pre, section, table
 from dataclean.report.queries import (TEXT_CHARS, RunTables, dedup_examples, example_keys, fetch_by_id,
                                       fetch_removed, is_numeric, near_threshold, quality_by_source, read_parquet,
-                                      rewritten_examples, rows, signal_histograms)
+                                      masked_examples, rewritten_examples, rows, signal_histograms)
 from dataclean.report.thresholds import Threshold, group_langs
 
 EXAMPLES_PER_RULE = 5
@@ -527,6 +527,7 @@ def rewrites_section(run: Run) -> str | None:
     body += details("Per source", table(["stage", "signal", "source", "kept documents changed", "share of the source's kept",
                                          "total"], per_source, numeric=(3, 4, 5)))
     body += _rewritten_html(run)
+    body += _masked_html(run)
     intro = ("Kept documents whose text a stage changed in place: personal data masked (pii_email … count "
              "the masks of each kind, pii_chars the characters masked), lines removed by C4, repairs by "
              "normalize. The documents are kept; their signals say what changed.")
@@ -556,6 +557,25 @@ def _rewritten_html(run: Run) -> str:
     return html + note(f"Struck out: the lines C4 removed, with the reason, put back between the kept lines "
                        f"(the first {RECORD_LINES} removed lines of a page, {RECORD_LINE_CHARS} characters of "
                        f"each, as recorded in c4_removed_lines); kept lines far from them are elided.")
+
+
+def _masked_html(run: Run) -> str:
+    """The kept documents with the most masked characters, their masks highlighted (the after view: the values
+    masked are not in the output, so there is no before)."""
+    docs = masked_examples(run.tables, REWRITE_EXAMPLES, evidence.SCAN_CHARS)
+    if not docs:
+        return ""
+    stage = _finder(run).stage("pii")
+    html = f"<h3>PII masks: the {len(docs)} kept documents with the most masked characters</h3>"
+    for d in docs:
+        fields = ["id", "source", "lang", "pii_chars"] + [k for k in d if k.startswith("pii_") and k != "pii_chars"
+                                                          and d[k]] + ["origin", "n_chars"]
+        head = _doc_head({**d, "origin": f"{d.get('origin_file')}:{d.get('origin_row')}"}, fields)
+        ev = evidence.mask_spans(d.get("text") or "", stage) if stage is not None else None
+        html += (f'<div class="example near">{head}'
+                 f'{evidence.window(d.get("text") or "", d.get("n_chars"), ev, "no mask token found in the text")}</div>')
+    return html + note("Highlighted: the tokens that replaced personal data. The values they replaced are not "
+                       "shown: they are kept nowhere, not in data/ and not in the ledger.")
 
 
 # -- contamination --------------------------------------------------------------------------------------------
