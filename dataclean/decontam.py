@@ -46,7 +46,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from dataclean.audit.tables import sql_list
 from dataclean.dedup.minhash import shingle_hashes, shingle_text
+from dataclean.io.fs import files_in
 from dataclean.text.script_fold import fold_t2s
 
 INDEX_VERSION = 2
@@ -365,7 +367,7 @@ def _build(benchmarks: list[Benchmark], params: dict, fp: str, out: str, memory_
         con.execute(f"SET memory_limit = '{memory_limit}'")
         con.execute(f"SET temp_directory = '{os.path.join(out, 'spill')}'")
         con.execute("SET preserve_insertion_order = false")
-        src = f"read_parquet('{os.path.join(pairs_dir, '*.parquet')}')" if n_files else \
+        src = f"read_parquet({sql_list(files_in(pairs_dir, '*.parquet'))})" if n_files else \
             "(SELECT 0::BIGINT AS k, 0::INTEGER AS p, 0::SMALLINT AS b WHERE false)"
         # template n-grams: in more than max_item_frequency items of one benchmark
         con.execute(f"""CREATE TABLE kept AS

@@ -22,7 +22,6 @@ Overall and per language: the label file's ``lang`` where it has one, else the l
 """
 from __future__ import annotations
 
-import glob
 import gzip
 import io
 import json
@@ -36,6 +35,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from dataclean.audit.tables import sql_list
+from dataclean.io.fs import files_in
 from dataclean.quality.evaluate import UNKNOWN_LANG, normalize_lang, parse_labels, roc_auc
 
 
@@ -197,18 +198,19 @@ def _fates(out: str) -> dict[str, dict]:
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")  # (no foreign output in a notebook)
     fates: dict[str, dict] = {}
-    data = os.path.join(out, "data", "*.parquet")
-    rejected = os.path.join(out, "rejected", "*.parquet")
-    if glob.glob(data):
-        cols = {c[0] for c in con.sql(f"DESCRIBE SELECT * FROM '{data}'").fetchall()}
+    data_files = files_in(os.path.join(out, "data"), "*.parquet")
+    rejected_files = files_in(os.path.join(out, "rejected"), "*.parquet")
+    data, rejected = f"read_parquet({sql_list(data_files)})", f"read_parquet({sql_list(rejected_files)})"
+    if data_files:
+        cols = {c[0] for c in con.sql(f"DESCRIBE SELECT * FROM {data}").fetchall()}
         q = "quality_score" if "quality_score" in cols else "NULL"
-        for ident, lang, score in con.sql(f"SELECT id, lang, {q} FROM '{data}'").fetchall():
+        for ident, lang, score in con.sql(f"SELECT id, lang, {q} FROM {data}").fetchall():
             fates[ident] = {"removed": False, "lang": lang, "quality_score": score}
-    if glob.glob(rejected):
-        cols = {c[0] for c in con.sql(f"DESCRIBE SELECT * FROM '{rejected}'").fetchall()}
+    if rejected_files:
+        cols = {c[0] for c in con.sql(f"DESCRIBE SELECT * FROM {rejected}").fetchall()}
         sel = ", ".join(c if c in cols else f"NULL AS {c}" for c in
                         ("id", "stage", "rule", "reason", "value", "threshold", "dup_of", "lang", "quality_score"))
-        for row in con.sql(f"SELECT {sel} FROM '{rejected}'").fetchall():
+        for row in con.sql(f"SELECT {sel} FROM {rejected}").fetchall():
             ident, stage, rule, reason, value, threshold, dup_of, lang, score = row
             fates[ident] = {"removed": True, "stage": stage, "rule": rule, "reason": reason, "value": value,
                             "threshold": threshold, "dup_of": dup_of, "lang": lang, "quality_score": score}

@@ -225,3 +225,35 @@ def test_huge_document_and_long_line_in_bounded_memory(tmp_path):
                                                                      columns=["id", "n_chars"]).to_pylist()]
     assert sorted(r["id"] for r in rows) == ["big", "longline"]
     assert run_cli("verify", "out", cwd=tmp_path).returncode == 0
+
+
+def test_glob_characters_in_the_output_folder_name_lose_nothing(tmp_path):
+    """An output folder named ``run[1]*`` is a folder, not a glob: its pass-1 files, the global step's
+    candidates, the report and a later run's --dedup-against all find their files. (Before: "1,686 records in,
+    0 kept + 0 removed" and a failed verification, the pass-1 files never found.)"""
+    from conftest import folder_bytes
+
+    base = ("The committee met on Tuesday to review the budget for the coming year, and everyone agreed that "
+            "the library needs new shelves before the autumn term begins. The head librarian presented a plan "
+            "with three options, each with its own cost and time line, and the members asked many questions. ")
+    zh = ("图书馆将在下个月延长开放时间，方便学生在考试期间复习。图书馆还计划增加新的书架和阅读座位，让更多的读者可以在"
+          "安静的环境里学习和阅读。每个周末还会举办读书分享会，欢迎大家参加，也欢迎大家提出宝贵的意见和建议。")
+    docs = [("en-1", base + "The vote is next week."), ("en-copy", base + "The vote is next week."),
+            ("en-near", base + "The vote is next month."), ("zh-1", zh), ("zh-copy", zh)]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in docs),
+                   encoding="utf-8")
+    outs = {}
+    for name in ("plain", "run[1]*"):
+        outs[name] = tmp_path / name
+        res = run_cli("run", src, "-o", outs[name], "--workers", "2", "--quiet")
+        assert res.returncode == 0, res.stderr
+        assert "5 records in: 2 kept, 3 removed" in res.stdout
+        assert run_cli("verify", outs[name]).returncode == 0
+        assert (outs[name] / "report.html").is_file()
+    assert folder_bytes(outs["plain"], "data", "rejected") == folder_bytes(outs["run[1]*"], "data", "rejected")
+    rules = {r["id"]: r["rule"] for r in pq.read_table(outs["run[1]*"] / "rejected").to_pylist()}
+    assert rules == {"en-copy": "exact_duplicate", "zh-copy": "exact_duplicate", "en-near": "near_duplicate"}
+    again = run_cli("run", src, "-o", tmp_path / "second", "--dedup-against", outs["run[1]*"], "--quiet")
+    assert again.returncode == 0, again.stderr
+    assert "5 records in: 0 kept, 5 removed" in again.stdout

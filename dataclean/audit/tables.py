@@ -22,10 +22,11 @@ files, no extension install or load), and the configuration is locked so a state
 """
 from __future__ import annotations
 
-import glob
 import os
 
 import duckdb
+
+from dataclean.io.fs import files_in
 
 EMPTY_COLUMNS = {
     "kept": "id VARCHAR, text VARCHAR, source VARCHAR, lang VARCHAR, origin_file VARCHAR, origin_row BIGINT, "
@@ -55,7 +56,7 @@ VIEWS = ("kept", "removed", *FILES)
 
 
 def shard_files(out: str, view: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(out, FOLDERS[view], "*.parquet")))
+    return files_in(os.path.join(out, FOLDERS[view]), "*.parquet")
 
 
 def table_files(out: str, view: str) -> list[str]:

@@ -31,7 +31,6 @@ Aggregates (``kind``):
 """
 from __future__ import annotations
 
-import glob
 import os
 from dataclasses import dataclass, field
 
@@ -43,6 +42,7 @@ import pyarrow.parquet as pq
 from dataclean.audit.tables import sql_string
 from dataclean.exec.layout import Layout
 from dataclean.io.writers import tmp_name
+from dataclean.io.fs import files_in
 
 #: Bits of a score's key that make its histogram bucket: sign, 11 exponent bits and 8 mantissa bits, so
 #: a bucket spans 1/256 of a binade (scores in [0.5, 1) fall in 256 buckets of width 1/512).
@@ -78,7 +78,7 @@ class MapSpec:
 
 def _alive(spec: MapSpec, columns: list[str]) -> pa.Table:
     lay = Layout(spec.out)
-    files = sorted(glob.glob(os.path.join(lay.pass1_dir(spec.task), "docs-*.parquet")))
+    files = sorted(files_in(lay.pass1_dir(spec.task), "docs-*.parquet"))
     cols = sorted(set(columns) | {"doc_key"})
     parts = [pq.read_table(f, columns=cols) for f in files]
     table = pa.concat_tables(parts) if parts else pa.table({c: pa.array([], pa.int64()) for c in cols})
@@ -124,7 +124,7 @@ def _gather(spec: MapSpec) -> pa.Table:
     lay = Layout(spec.out)
     parts = []
     if len(keys):
-        for f in sorted(glob.glob(os.path.join(lay.pass1_dir(spec.task), "docs-*.parquet"))):
+        for f in sorted(files_in(lay.pass1_dir(spec.task), "docs-*.parquet")):
             t = pq.read_table(f, columns=sorted(set(spec.params["columns"]) | {"doc_key"}))
             parts.append(t.filter(pc.is_in(t.column("doc_key"), value_set=keys)))
     if parts:

@@ -118,7 +118,7 @@ def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerpr
         cand_views = {}
         for i, kind in enumerate(kinds):
             con.execute(f"CREATE VIEW cand_{i} AS SELECT * FROM "
-                        f"read_parquet({sql_string(shuffle.candidates_glob(lay, kind))})")
+                        f"read_parquet({sql_list(shuffle.candidates_files(lay, kind))})")  # (a list: a folder named run[1] is no glob)
             cand_views[kind] = f"cand_{i}"
         ctx = GlobalContext(con, cfg, lay, needed, {}, tasks=list(tasks), executor=executor)
         con.execute(f"CREATE VIEW docs AS SELECT {cols} FROM read_parquet({sql_list(doc_files)})")

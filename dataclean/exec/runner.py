@@ -7,7 +7,6 @@ exactly the entries dataclean writes (see :data:`~dataclean.exec.layout.OWNED_EN
 """
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import multiprocessing
@@ -31,6 +30,7 @@ from dataclean.io import fs as iofs
 from dataclean.io.readers import discover_inputs
 from dataclean.io.warc import WARC_HTML_SUFFIXES
 from dataclean.io.writers import write_errors, write_json_atomic
+from dataclean.io.fs import files_in
 
 
 @dataclass
@@ -483,9 +483,9 @@ def _run_locked(cfg: dict, files: list[str], output: str, publish: str | None, f
         t0 = time.time()
         g = load_marker(lay, "global")
         if not (g and g.get("fingerprint") == fp and g.get("tasks") == ok_tasks):
-            for stale in glob.glob(lay.marker("pass2-*")):
+            for stale in files_in(lay.p("_work", "markers"), "pass2-*.json"):
                 os.remove(stale)  # pass-2 results belong to the global step that is about to be redone
-            doc_files = sorted(f for i in ok_tasks for f in glob.glob(os.path.join(lay.pass1_dir(i), "docs-*.parquet")))
+            doc_files = sorted(f for i in ok_tasks for f in files_in(lay.pass1_dir(i), "docs-*.parquet"))
             # the local workers stay for the global step's tasks and pass 2, with the kernels and imports their
             # tasks loaded (new ones made the first tasks of the global step and pass 2 ~0.1 s slower in all)
             with progress.phase("global", 1) as tick, write_errors(os.path.join(output, "_work", "global")):

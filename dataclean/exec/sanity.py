@@ -18,7 +18,6 @@ pass 1 and the run exits 1, as documented; their one-line cause carries the same
 """
 from __future__ import annotations
 
-import glob
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +28,7 @@ import pyarrow.parquet as pq
 from dataclean.exec.errors import RunError
 from dataclean.io.readers import ColumnMapping, ReadChunk, read_shard, text_column_hint
 from dataclean.io.warc import HTML_META_PATTERN, is_warc
+from dataclean.io.fs import files_in
 
 #: Records read from each input by the driver's check (a batch; the readers' batch size for this read).
 FIRST_BATCH_ROWS = 256
@@ -208,7 +208,7 @@ def check_pass1(lay, results: list[dict], mapping: ColumnMapping, output: str) -
     for res in results:
         if res.get("status") != "ok" or not res.get("records") or res.get("bad_records") != res["records"]:
             continue
-        files = sorted(glob.glob(os.path.join(lay.pass1_dir(res["task"]), "rejected-*.parquet")))
+        files = sorted(files_in(lay.pass1_dir(res["task"]), "rejected-*.parquet"))
         kinds: set[str] = set()
         raws: list = []
         for batch in _read_bad(files, ["detail", "raw"]):
@@ -234,7 +234,7 @@ def mostly_bad_warning(output: str, mapping: ColumnMapping) -> str | None:
     total, bad = summary.get("input_records") or 0, summary.get("bad_records") or 0
     if not total or 2 * bad <= total:
         return None
-    files = sorted(glob.glob(os.path.join(output, "rejected", "*.parquet")))
+    files = sorted(files_in(os.path.join(output, "rejected"), "*.parquet"))
     counts: dict[str, int] = {}
     for path in files:
         table = pq.read_table(path, columns=["detail"], filters=[("stage", "==", "read")])

@@ -22,7 +22,6 @@ decision made from them, are the same for any ``global.partitions`` and any numb
 """
 from __future__ import annotations
 
-import glob
 import hashlib
 import os
 import shutil
@@ -36,6 +35,7 @@ import pyarrow.compute as pc
 from dataclean.exec.failpoints import failpoint
 from dataclean.audit.tables import sql_list, sql_string
 from dataclean.exec.layout import Layout, load_marker
+from dataclean.io.fs import files_in
 from dataclean.io.writers import (WORK_CODEC, _injected_failure, _remove_quietly, atomic_write_table, tmp_name,
                                   write_errors, write_json_atomic)
 
@@ -193,7 +193,7 @@ def spill_folder(spec: ReduceSpec, partition: int) -> str:
 
 def clear_spill_folders(out: str, temp_root: str | None) -> None:
     """Remove what reduce tasks of the run in ``out`` left in their temporary folders (a killed run's)."""
-    for path in glob.glob(os.path.join(_temp_root(temp_root, out), _spill_prefix(out) + "*")):
+    for path in files_in(_temp_root(temp_root, out), _spill_prefix(out) + "*"):
         shutil.rmtree(path, ignore_errors=True)
 
 
@@ -238,13 +238,14 @@ def _reduce_kind(con, lay: Layout, spec: ReduceSpec, partition: int, kind: str, 
     return result
 
 
-def candidates_glob(lay: Layout, kind: str) -> str:
-    return os.path.join(candidates_dir(lay, kind), "part-*.parquet")
+def candidates_files(lay: Layout, kind: str) -> list[str]:
+    """The candidate files of ``kind`` (every reduce task writes one, also when empty)."""
+    return files_in(candidates_dir(lay, kind), "part-*.parquet")
 
 
 def clear_candidates(lay: Layout) -> None:
     shutil.rmtree(lay.p("_work", "global", "cand"), ignore_errors=True)
-    for stale in glob.glob(lay.marker("global-cand-*")):
+    for stale in files_in(lay.p("_work", "markers"), "global-cand-*.json"):
         os.remove(stale)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import errno
-import glob
 import json
 import os
 import shutil
@@ -29,6 +28,7 @@ from dataclean.io.writers import WORK_CODEC, ShardWriter, WriteError, tmp_name, 
 from dataclean.schema import EXTRA_FIELD_METADATA
 from dataclean.pipeline import Pipeline, conform
 from dataclean.stages.base import with_columns
+from dataclean.io.fs import files_in
 
 _PIPELINES: dict[str, Pipeline] = {}
 
@@ -91,7 +91,7 @@ def pass1_task(spec: TaskSpec) -> dict:
     pipe = pipeline_for(cfg)
     folder = lay.pass1_dir(spec.task)
     os.makedirs(folder, exist_ok=True)
-    _clear(glob.glob(os.path.join(folder, "*")) + glob.glob(os.path.join(folder, ".*")))
+    _clear(files_in(folder, "*") + files_in(folder, ".*"))
     docs = ShardWriter(folder, "docs", pipe.survivor_schema(), max_rows=cfg["output"]["shard_max_rows"],
                        max_bytes=cfg["output"]["shard_max_mb"] << 20, codec=WORK_CODEC)
     # the ledger part of pass 1 is final as written: pass 2 links these files into rejected/
@@ -224,15 +224,15 @@ def pass2_task(spec: TaskSpec) -> dict:
     pipe = pipeline_for(cfg)
     prefix = lay.data_prefix(spec.task)
     # this task's shards, and the temporary files of an earlier attempt that was killed while writing them
-    _clear(path for folder in [lay.data, lay.rejected] + glob.glob(os.path.join(lay.dedup, "*", ""))
-           for pattern in (prefix + "-*", "." + prefix + "-*") for path in glob.glob(os.path.join(folder, pattern)))
+    _clear(path for folder in [lay.data, lay.rejected] + files_in(lay.dedup, os.path.join("*", ""))
+           for pattern in (prefix + "-*", "." + prefix + "-*") for path in files_in(folder, pattern))
     lo, hi = spec.task << 40, (spec.task + 1) << 40
     removals = pq.read_table(lay.removals, filters=[("doc_key", ">=", lo), ("doc_key", "<", hi)])
     rem_keys = removals.column("doc_key").combine_chunks()
     plan = extra_columns_plan(lay)
     out_schema, ledger_schema = pipe.output_schema(), pipe.ledger_schema()
     out_schema = pa.schema(list(out_schema) + plan.fields)
-    extra_rows = _ExtraRows(sorted(glob.glob(os.path.join(lay.pass1_dir(spec.task), "extra*-*.parquet"))), plan)
+    extra_rows = _ExtraRows(sorted(files_in(lay.pass1_dir(spec.task), "extra*-*.parquet")), plan)
     data = ShardWriter(lay.data, prefix, out_schema, max_rows=cfg["output"]["shard_max_rows"],
                        max_bytes=cfg["output"]["shard_max_mb"] << 20,
                        row_group_rows=cfg["output"]["row_group_rows"])
@@ -249,7 +249,7 @@ def pass2_task(spec: TaskSpec) -> dict:
         repeats = pq.read_table(lay.repeats, filters=[("doc_key", ">=", lo), ("doc_key", "<", hi)])
         suffix = repeats_suffix(pq.read_schema(lay.repeats))
     kept = copies = 0
-    for path in sorted(glob.glob(os.path.join(lay.pass1_dir(spec.task), "docs-*.parquet"))):
+    for path in sorted(files_in(lay.pass1_dir(spec.task), "docs-*.parquet")):
         for batch in pq.ParquetFile(path).iter_batches(batch_size=cfg["input"]["batch_rows"]):
             if plan.fields:
                 batch = with_columns(batch, extra_rows.for_keys(batch.column("doc_key")))
@@ -289,7 +289,7 @@ def pass2_task(spec: TaskSpec) -> dict:
         raise
     if spec.publish:  # the run folder is a staging folder: each task publishes its own shards
         for folder in (lay.data, lay.rejected):
-            for path in sorted(glob.glob(os.path.join(folder, prefix + "-*.parquet"))):
+            for path in sorted(files_in(folder, prefix + "-*.parquet")):
                 iofs.publish_file(path, iofs.join(spec.publish, os.path.basename(folder), os.path.basename(path)))
     result = {"task": spec.task, "kept": kept, "copies": copies, "removed": pass1_removed + ledger.num_rows,
               "fingerprint": spec.fingerprint, "seconds": round(time.time() - started, 3),
@@ -308,7 +308,7 @@ def _link_pass1_ledger(lay: Layout, task: int, prefix: str) -> int:
     where the file system has none): the removed text is written once, not read back and rewritten. A link
     appears whole or not at all; the files in _work stay until the run is final, so a rerun links again."""
     rows = 0
-    for i, src in enumerate(sorted(glob.glob(os.path.join(lay.pass1_dir(task), "rejected-*.parquet")))):
+    for i, src in enumerate(sorted(files_in(lay.pass1_dir(task), "rejected-*.parquet"))):
         dst = os.path.join(lay.rejected, f"{prefix}-{i:05d}.parquet")
         try:
             os.link(src, dst)
@@ -422,7 +422,7 @@ def extra_columns_plan(lay: Layout) -> ExtraPlan:
     files = []
     for task in tasks:
         marker = load_marker(lay, f"pass1-{task:05d}") or {}
-        for f in sorted(glob.glob(os.path.join(lay.pass1_dir(task), "extra*-*.parquet"))):
+        for f in sorted(files_in(lay.pass1_dir(task), "extra*-*.parquet")):
             files.append((marker.get("input", f"input {task}"), pq.read_schema(f)))
     plan = plan_extra_columns(files)
     text = json.dumps({"fingerprint": fp, "tasks": tasks,

@@ -24,6 +24,7 @@ whole when its upload completes), a filesystem with rename gets ``.NAME.tmp`` an
 from __future__ import annotations
 
 import errno
+import glob
 import os
 import re
 import shutil
@@ -363,3 +364,11 @@ def remove_tree(dest: str) -> None:
         root.fs.delete_dir_contents(path)
     else:
         root.fs.delete_dir(path)
+
+
+def files_in(folder: str, pattern: str) -> list[str]:
+    """The paths in the local ``folder`` that match the glob ``pattern``, sorted. The folder is taken
+    literally (``glob.escape``): an output folder named ``run[1]`` is not a character class. (Before, every
+    file of such a folder's pass 1 was missed: 1,686 records in, 0 kept + 0 removed.)"""
+    return sorted(glob.glob(os.path.join(glob.escape(folder), pattern)))
+

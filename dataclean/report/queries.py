@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dataclean.audit.tables import connect, ident, kept_records_filter
+from dataclean.io.fs import files_in
 
 TEXT_CHARS = 600  # characters of a document's text shown in the report
 HIST_BINS = 40
@@ -60,11 +61,9 @@ class RunTables:
 def _input_columns(out: str) -> set[str]:
     """The columns of ``data/`` that came from the inputs (field metadata :data:`dataclean.schema.
     EXTRA_FIELD_METADATA`), read from one shard's schema (every shard has the same)."""
-    import glob
-
     from dataclean.schema import EXTRA_FIELD_METADATA
 
-    shards = sorted(glob.glob(os.path.join(out, "data", "*.parquet")))
+    shards = sorted(files_in(os.path.join(out, "data"), "*.parquet"))
     if not shards:
         return set()
     key, value = next(iter(EXTRA_FIELD_METADATA.items()))

@@ -69,10 +69,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dataclean.audit.tables import sql_list, sql_string
+from dataclean.audit.tables import sql_list
 from dataclean.dedup.minhash import (DEFAULT_SCHEME, _mh_kernels, band_hashes, in_slices, kernels_enabled,
                                      kernels_loaded, optimal_bands, shingle_hashes, shingle_sets, shingle_text,
                                      signatures)
+from dataclean.io.fs import files_in
 from dataclean.io.writers import WORK_CODEC, atomic_write_table, write_json_atomic
 from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
 from dataclean.text.kernels import fixed_binary_values
@@ -461,12 +462,12 @@ class MinHashDedup(Stage):
             CREATE OR REPLACE TEMP TABLE mh_old AS
             SELECT n.doc_key, o.id AS old_id
             FROM (SELECT band, h, doc_key FROM read_parquet({sql_list(band_files)}) SEMI JOIN {view} USING (doc_key)) n
-            JOIN read_parquet({sql_string(os.path.join(folder, BANDS_DIR, "*.parquet"))}) o USING (band, h)
+            JOIN read_parquet({sql_list(files_in(os.path.join(folder, BANDS_DIR), "*.parquet"))}) o USING (band, h)
             GROUP BY ALL""")
         pairs = con.sql(f"""
             SELECT p.doc_key, p.old_id, n.minhash_sig AS new_sig, s.sig AS old_sig
             FROM mh_old p JOIN {view} n USING (doc_key)
-            JOIN read_parquet({sql_string(os.path.join(folder, SIGS_DIR, "*.parquet"))}) s ON s.id = p.old_id
+            JOIN read_parquet({sql_list(files_in(os.path.join(folder, SIGS_DIR), "*.parquet"))}) s ON s.id = p.old_id
             ORDER BY p.doc_key, p.old_id""").to_arrow_table()
         con.execute("DROP TABLE mh_old")
         if pairs.num_rows == 0:
