@@ -540,16 +540,7 @@ def _meta_json_columns(batch: pa.RecordBatch) -> pa.Array:
 def _safe_meta(meta: dict) -> str | None:
     """One record's meta JSON when the fast path failed: lone surrogates (from ``\\ud800`` escapes) are kept
     as escapes; a value that cannot be serialized at all becomes ``{"_unserializable": true}``."""
-    if not meta:
-        return None
-    try:
-        text = json.dumps(meta, ensure_ascii=False, sort_keys=True, default=_json_default)
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return json.dumps(meta, ensure_ascii=True, sort_keys=True, default=_json_default)
-    except (RecursionError, ValueError, TypeError):
-        return json.dumps({"_unserializable": True})
+    return _safe_json(meta) if meta else None
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -343,6 +343,27 @@ def dedup_examples(t: RunTables, clusters_path: str, n_clusters: int = 3, per_cl
     return list(clusters.values())
 
 
+def _kept_by_origin(t: RunTables, keys: list[tuple], chars: int, extra: tuple[str, ...] = ()) -> dict[tuple, dict]:
+    """The kept documents at ``keys`` ((origin_file, origin_row) pairs, as a top-n query picked them), with
+    their text truncated to ``chars`` and the ``extra`` columns, by key: the texts are read for these
+    documents only."""
+    cols = t.kept_cols
+    want = pa.table({"origin_file": [k[0] for k in keys], "origin_row": [k[1] for k in keys]},
+                    schema=pa.schema([("origin_file", pa.string()), ("origin_row", pa.int64())]))
+    t.con.register("report_keys", want)
+    try:
+        res = t.con.sql(f"""
+            SELECT k.id, k.source, k.lang, k.origin_file, k.origin_row, k.n_chars, {_text_expr(cols, chars)} AS text
+                   {"".join(", k." + ident(c) for c in extra)}
+            FROM kept k SEMI JOIN report_keys w
+              ON k.origin_file IS NOT DISTINCT FROM w.origin_file AND k.origin_row = w.origin_row
+            WHERE {kept_records_filter(cols, "k")}""")
+        names = res.columns
+        return {(r[3], r[4]): dict(zip(names, r)) for r in res.fetchall()}
+    finally:
+        t.con.unregister("report_keys")
+
+
 def near_threshold(t: RunTables, thresholds: list, per_rule: int = 3, chars: int = TEXT_CHARS) -> dict:
     """Per threshold (index into ``thresholds``): the ``per_rule`` kept documents whose signal is closest to
     it on the kept side (ties: by origin), with the threshold that applied to each (its language's own,
@@ -377,19 +398,7 @@ def near_threshold(t: RunTables, thresholds: list, per_rule: int = 3, chars: int
     picked = [(k, p["f"], p["r"], p["v"], p["t"]) for k, top in zip(index, row) for p in (top or []) if p]
     if not picked:
         return {}
-    want = pa.table({"origin_file": [p[1] for p in picked], "origin_row": [p[2] for p in picked]},
-                    schema=pa.schema([("origin_file", pa.string()), ("origin_row", pa.int64())]))
-    t.con.register("report_near", want)
-    try:
-        res = t.con.sql(f"""
-            SELECT k.id, k.source, k.lang, k.origin_file, k.origin_row, k.n_chars, {_text_expr(cols, chars)} AS text
-            FROM kept k SEMI JOIN report_near w
-              ON k.origin_file IS NOT DISTINCT FROM w.origin_file AND k.origin_row = w.origin_row
-            WHERE {kept_records_filter(cols, "k")}""")
-        names = res.columns
-        docs = {(r[3], r[4]): dict(zip(names, r)) for r in res.fetchall()}
-    finally:
-        t.con.unregister("report_near")
+    docs = _kept_by_origin(t, [(p[1], p[2]) for p in picked], chars)
     out: dict = {}
     for k, ofile, orow, v, thr in picked:
         d = docs.get((ofile, orow))
@@ -411,34 +420,20 @@ def rewritten_examples(t: RunTables, n: int = 3, chars: int = TEXT_CHARS) -> lis
         ORDER BY c4_chars_removed DESC, origin_file, origin_row LIMIT {int(n)}""").fetchall()
     if not picked:
         return []
-    want = pa.table({"origin_file": [p[0] for p in picked], "origin_row": [p[1] for p in picked]},
-                    schema=pa.schema([("origin_file", pa.string()), ("origin_row", pa.int64())]))
-    t.con.register("report_rewritten", want)
-    try:
-        res = t.con.sql(f"""
-            SELECT k.id, k.source, k.lang, k.origin_file, k.origin_row, k.n_chars, {_text_expr(cols, chars)} AS text,
-                   k.c4_removed_lines, k.c4_lines_removed, k.c4_chars_removed
-            FROM kept k SEMI JOIN report_rewritten w
-              ON k.origin_file IS NOT DISTINCT FROM w.origin_file AND k.origin_row = w.origin_row
-            WHERE {kept_records_filter(cols, "k")}""")
-        names = res.columns
-        docs = {(r[3], r[4]): dict(zip(names, r)) for r in res.fetchall()}
-    finally:
-        t.con.unregister("report_rewritten")
+    docs = _kept_by_origin(t, picked, chars, ("c4_removed_lines", "c4_lines_removed", "c4_chars_removed"))
     return [docs[k] for k in map(tuple, picked) if k in docs]
 
 
 def masked_examples(t: RunTables, n: int = 3, chars: int = TEXT_CHARS) -> list[dict]:
     """The ``n`` kept documents with the most characters masked by the ``pii`` stage (``pii_chars``; ties: by
-    origin), with their masked text truncated to ``chars``. Empty when the run masked nothing."""
+    origin), with their masked text truncated to ``chars``. Empty when the run masked nothing. One top-n
+    query on two columns, then the texts by key, as :func:`rewritten_examples`."""
     cols = t.kept_cols
     if not is_numeric(cols.get("pii_chars")):
         return []
     counts = [c for c in cols if c.startswith("pii_") and c not in ("pii_chars", "pii_share") and is_numeric(cols[c])]
-    res = t.con.sql(f"""
-        SELECT id, source, lang, origin_file, origin_row, n_chars, {_text_expr(cols, chars)} AS text, pii_chars
-               {"".join(", " + ident(c) for c in counts)}
-        FROM kept k WHERE {kept_records_filter(cols, "k")} AND pii_chars > 0
-        ORDER BY pii_chars DESC, origin_file, origin_row LIMIT {int(n)}""")
-    names = res.columns
-    return [dict(zip(names, r)) for r in res.fetchall()]
+    picked = t.con.execute(f"""
+        SELECT origin_file, origin_row FROM kept WHERE {t.kept_filter} AND pii_chars > 0
+        ORDER BY pii_chars DESC, origin_file, origin_row LIMIT {int(n)}""").fetchall()
+    docs = _kept_by_origin(t, picked, chars, ("pii_chars", *counts)) if picked else {}
+    return [docs[k] for k in map(tuple, picked) if k in docs]
