@@ -168,6 +168,13 @@ def kernels_loaded() -> bool:
     return _state.get("mod") is not None
 
 
+def task_threads(threads: int) -> int:
+    """``threads``, at least 1 and no more than the cores this process may run on (an executor's workers may
+    be a Ray cluster's CPUs, not this machine's)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(int(threads), cores))
+
+
 def in_slices(n: int, threads: int, fn) -> list:
     """``[fn(lo, hi), ...]`` over ``threads`` consecutive slices of ``range(n)``, in threads (for kernels that
     release the GIL), in slice order; one call in this thread when ``threads`` < 2."""
@@ -207,6 +214,24 @@ def shingle_sets(texts: pa.Array | pa.ChunkedArray, word_ngram: int = 5, char_ng
     shift = np.cumsum([0] + [int(o[-1]) for _, o in parts[:-1]])
     offsets = np.concatenate([[0]] + [o[1:] + d for (_, o), d in zip(parts, shift)]).astype(np.int64)
     return np.concatenate([v for v, _ in parts]), offsets
+
+
+def sets_to_binary(values: np.ndarray, offsets: np.ndarray) -> pa.LargeBinaryArray:
+    """:func:`shingle_sets` as one large_binary value per document, the bytes of its little-endian uint32
+    values (how the gather tasks store them: 25,000 sets of a chain read from Parquet in 0.013 s, against
+    0.07-0.19 s as list<uint32>); :func:`sets_from_binary` reads them back."""
+    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(offsets) - 1, [
+        None, pa.py_buffer(np.asarray(offsets, np.int64) * 4), pa.py_buffer(np.asarray(values, "<u4").view(np.uint8))])
+
+
+def sets_from_binary(column: pa.LargeBinaryArray | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, offsets)`` of :func:`sets_to_binary`'s column (sliced or in chunks), without a copy of the
+    values when it is one chunk."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    at = np.frombuffer(column.buffers()[1], np.int64)[column.offset:column.offset + len(column) + 1]
+    data = np.frombuffer(column.buffers()[2], np.uint8)[at[0]:at[-1]]
+    return data.view("<u4"), (at - at[0]) // 4
 
 
 def warm_up() -> bool:

@@ -72,7 +72,7 @@ import pyarrow.parquet as pq
 from dataclean.audit.tables import sql_list
 from dataclean.dedup.minhash import (DEFAULT_SCHEME, _mh_kernels, band_hashes, in_slices, kernels_enabled,
                                      kernels_loaded, optimal_bands, shingle_hashes, shingle_sets, shingle_text,
-                                     signatures)
+                                     sets_from_binary, signatures, task_threads)
 from dataclean.io.fs import files_in
 from dataclean.io.writers import WORK_CODEC, atomic_write_table, write_json_atomic
 from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
@@ -352,10 +352,7 @@ class MinHashDedup(Stage):
             return estimate
         threads = self.verify_threads
         if "shingle_set" in nodes.column_names:  # computed by the gather tasks (dataclean/exec/aggregate.py)
-            column = nodes.column("shingle_set").combine_chunks()
-            at = np.frombuffer(column.buffers()[1], np.int64)[column.offset:column.offset + len(column) + 1]
-            data = np.frombuffer(column.buffers()[2], np.uint8)[at[0]:at[-1]]
-            compiled = (data.view("<u4"), (at - at[0]) // 4)
+            compiled = sets_from_binary(nodes.column("shingle_set"))
         else:
             compiled = shingle_sets(nodes.column("text"), self.word_ngram, self.char_ngram, threads)
         if compiled is not None:
@@ -559,9 +556,7 @@ def verify_task(spec: VerifySpec) -> dict:
     from dataclean.pipeline import build_stage
 
     stage = build_stage(spec.stage_spec)
-    # (the executor's workers may be a Ray cluster's CPUs: no more threads than this machine gives the task)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    stage.verify_threads = max(1, min(int(spec.threads), cores))
+    stage.verify_threads = task_threads(spec.threads)
     where = [("comp", ">=", spec.lo), ("comp", "<=", spec.hi)]
     # this chunk's row group of each gathered file (every chunk has candidates, so there is one at least)
     nodes = pa.concat_tables([pq.ParquetFile(f).read_row_group(rg) for f, rg in spec.rows])  # (any order)
