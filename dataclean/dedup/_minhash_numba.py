@@ -45,6 +45,10 @@ NFKC_MAPPED = 128  # NFKC of the character alone is made of NFKC_INERT character
 MODE_SHINGLE = 0
 MODE_CONTENT_KEY = 1
 
+# bits of dataclean.text.script_fold.script_table(): TRAD, and SIMP | KANA
+SCRIPT_TRAD = 1
+SCRIPT_OTHER = 2 | 4
+
 
 @njit(cache=True, nogil=True, inline="always")
 def _encode(out, o, cp):
@@ -69,10 +73,18 @@ def _encode(out, o, cp):
 
 
 @njit(cache=True, nogil=True)
-def _put(cp, lower, classes, mode, out, o, start, pending):
-    """Map one (NFKC) code point into out[o:]: returns (o, pending)."""
+def _put(cp, lower, classes, mode, fold, script, count, out, o, start, pending):
+    """Map one (NFKC) code point into out[o:]: returns (o, pending). With a ``fold`` table (see
+    :func:`map_text`), a CJK character is counted in ``count`` and folded."""
     c = np.int64(lower[cp])
     k = classes[c]
+    if (k & CJK) and c < len(fold):
+        s = script[c]
+        if s & SCRIPT_TRAD:
+            count[0] += 1
+        elif s & SCRIPT_OTHER:
+            count[1] += 1
+        c = np.int64(fold[c])
     if mode == MODE_SHINGLE:
         if k & ND:
             c = 48
@@ -94,11 +106,13 @@ def _put(cp, lower, classes, mode, out, o, start, pending):
 
 
 @njit(cache=True, nogil=True)
-def _map_one(data, i, end, lower, classes, nfkc_off, nfkc_pool, expand, mode, ascii_map, out, o):
+def _map_one(data, i, end, lower, classes, nfkc_off, nfkc_pool, expand, mode, ascii_map, fold, script, count, out,
+             o):
     """Map the document data[i:end] into out[o:]; returns the position after it, -1 at invalid UTF-8, -2 when
     ``out`` is too short.
     With ``expand``, a NFKC_MAPPED character is first replaced by its NFKC form (nfkc_pool). ``ascii_map`` is
-    this mode's row of :func:`ascii_maps`: what the generic path below does to each ASCII byte, looked up."""
+    this mode's row of :func:`ascii_maps`: what the generic path below does to each ASCII byte, looked up.
+    ``fold``, ``script``, ``count``: see :func:`map_text` (empty ``fold``: no folding, nothing counted)."""
     start = o
     pending = False  # a separator run waits for the next kept character (never emitted at the ends)
     while i < end:
@@ -130,7 +144,8 @@ def _map_one(data, i, end, lower, classes, nfkc_off, nfkc_pool, expand, mode, as
         i += size
         if expand and (classes[cp] & NFKC_MAPPED):  # (rare: a function call per character is fine)
             for q in range(nfkc_off[cp], nfkc_off[cp + 1]):
-                o, pending = _put(np.int64(nfkc_pool[q]), lower, classes, mode, out, o, start, pending)
+                o, pending = _put(np.int64(nfkc_pool[q]), lower, classes, mode, fold, script, count, out, o, start,
+                                  pending)
                 if o < 0:
                     return -2
             continue
@@ -138,6 +153,13 @@ def _map_one(data, i, end, lower, classes, nfkc_off, nfkc_pool, expand, mode, as
         # 2.7x slower (0.067 -> 0.181 s CPU on bench part-00000, benchmarks/profile_dedup.py)
         c = np.int64(lower[cp])
         k = classes[c]
+        if (k & CJK) and c < len(fold):  # (a Han character keeps its classes when folded: CJK only)
+            s = script[c]
+            if s & SCRIPT_TRAD:
+                count[0] += 1
+            elif s & SCRIPT_OTHER:
+                count[1] += 1
+            c = np.int64(fold[c])
         if mode == MODE_SHINGLE:
             if k & ND:
                 c = 48
@@ -208,8 +230,8 @@ def ascii_maps(lower, classes):
 
 
 @njit(cache=True, nogil=True)
-def map_text(data, offsets, sub_data, sub_offsets, sub_index, lower, classes, nfkc_off, nfkc_pool, mode, out,
-             out_offsets):
+def map_text(data, offsets, sub_data, sub_offsets, sub_index, lower, classes, nfkc_off, nfkc_pool, mode, fold,
+             script, counts, out, out_offsets):
     """Map every document into ``out``, filling ``out_offsets`` (int64, n + 1); returns 0, -1 at invalid
     UTF-8, -2 when ``out`` is too short (the caller retries with a longer one).
 
@@ -224,23 +246,37 @@ def map_text(data, offsets, sub_data, sub_offsets, sub_index, lower, classes, nf
     are dropped.
     MODE_CONTENT_KEY (``content_key_text``): lower case, a run of RE2 ``\\s`` becomes one space, then Arrow
     whitespace is trimmed from both ends.
+
+    Script folding (``fold_scripts``, :mod:`dataclean.text.script_fold`): with a non-empty ``fold`` (int32,
+    ``script_fold.t2s_table()``), every CJK character ``c < len(fold)`` of the result is written as ``fold[c]``,
+    and counted first by its ``script`` bits (``script_fold.script_table()``): ``counts[d, 0]`` the
+    traditional-only characters of document ``d``, ``counts[d, 1]`` the simplified-only ones and kana, of its
+    mapped text before folding (``script_fold.script_counts`` of the unfolded result). Empty ``fold``: nothing is
+    folded and ``counts`` (then of any shape) is left alone.
     """
     n = len(offsets) - 1
     o = 0
     out_offsets[0] = 0
     expand = mode == MODE_SHINGLE
     amap = ascii_maps(lower, classes)[mode]
+    count = np.zeros(2, np.int64)
+    folding = len(fold) > 0
     for d in range(n):
         src = sub_index[d] if len(sub_index) else -1
+        count[0] = 0
+        count[1] = 0
         if src >= 0:
             o = _map_one(sub_data, sub_offsets[src], sub_offsets[src + 1], lower, classes, nfkc_off, nfkc_pool,
-                         False, mode, amap, out, o)
+                         False, mode, amap, fold, script, count, out, o)
         else:
             o = _map_one(data, offsets[d], offsets[d + 1], lower, classes, nfkc_off, nfkc_pool, expand, mode,
-                         amap, out, o)
+                         amap, fold, script, count, out, o)
         if o < 0:
             return o
         out_offsets[d + 1] = o
+        if folding:
+            counts[d, 0] = count[0]
+            counts[d, 1] = count[1]
     return 0
 
 

@@ -4,7 +4,9 @@ The four steps, each one function:
 
 1. :func:`shingle_text` normalizes the text the way near-duplicate detection should see it: NFKC, lower
    case, every decimal digit becomes ``0``, format characters (zero-width space, soft hyphen, BOM…) are
-   deleted, punctuation, symbols, controls and separators become one space, the result is trimmed.
+   deleted, punctuation, symbols, controls and separators become one space, the result is trimmed; with
+   ``fold`` (``minhash_dedup``'s ``fold_scripts``), traditional Chinese is then folded to simplified
+   (:func:`dataclean.text.script_fold.fold_scripts`; the compiled pass folds and counts the scripts on the way).
 2. :func:`shingle_hashes` cuts the normalized text into shingles and hashes each to 32 bits.
 3. :func:`signatures` turns each document's shingle hashes into a MinHash signature.
 4. :func:`band_hashes` cuts the signatures into LSH bands (see :func:`optimal_bands`) and hashes each band;
@@ -103,6 +105,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from dataclean.text import kernels as _text_kernels
+from dataclean.text import script_fold
 from dataclean.text.tokenize import HAN, HIRAGANA, KATAKANA
 
 __all__ = [
@@ -188,9 +191,10 @@ def in_slices(n: int, threads: int, fn) -> list:
 
 
 def shingle_sets(texts: pa.Array | pa.ChunkedArray, word_ngram: int = 5, char_ngram: int = 5,
-                 threads: int = 1) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(values, offsets)``: each document's :func:`shingle_hashes` of its :func:`shingle_text`, sorted and
-    without repeats (compiled ``unique_sets``), as exact Jaccard compares them; None without the kernels.
+                 threads: int = 1, fold: str = "off") -> tuple[np.ndarray, np.ndarray] | None:
+    """``(values, offsets)``: each document's :func:`shingle_hashes` of its :func:`shingle_text` (folded as
+    ``fold`` says), sorted and without repeats (compiled ``unique_sets``), as exact Jaccard compares them; None
+    without the kernels.
 
     ``threads`` > 1 cuts the documents into that many consecutive slices done in parallel (the kernels release
     the GIL) and joins them: the same arrays. A verification task alone on a 2-worker machine (one component
@@ -205,7 +209,7 @@ def shingle_sets(texts: pa.Array | pa.ChunkedArray, word_ngram: int = 5, char_ng
     threads = max(1, min(int(threads), n // 1000 or 1))
 
     def one(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        values, offsets = shingle_hashes(shingle_text(texts.slice(lo, hi - lo)), word_ngram, char_ngram)
+        values, offsets = shingle_hashes(shingle_text(texts.slice(lo, hi - lo), fold), word_ngram, char_ngram)
         return k.unique_sets(values, offsets)
 
     parts = in_slices(n, threads, one)
@@ -242,10 +246,12 @@ def warm_up() -> bool:
         return False
     from dataclean.stages.dedup_exact import content_hash
 
-    texts = pa.array(["Hello, World! 2024 ＡＢ，", "中文 ﬀ é", ""], pa.string())
+    texts = pa.array(["Hello, World! 2024 ＡＢ，", "中文 ﬀ é", "", "繁體中文"], pa.string())
     values, offsets = shingle_hashes(shingle_text(texts))
+    shingle_text(texts, fold=script_fold.DEFAULT_FOLD)
     signatures(values, offsets)
     content_hash(texts)
+    content_hash(texts, fold=script_fold.DEFAULT_FOLD)
     k = _mh_kernels()
     sets, set_offsets = k.unique_sets(values, offsets)
     k.jaccard_pairs(sets, set_offsets, np.array([0]), np.array([1]))
@@ -382,14 +388,40 @@ def content_key_mode() -> int:
     return _mh_kernels().MODE_CONTENT_KEY
 
 
-def map_text_kernel(texts: pa.Array, mode: int, nfkc: bool = False) -> pa.Array | None:
+def map_text_kernel(texts: pa.Array, mode: int, nfkc: bool = False, fold: str = "off") -> pa.Array | None:
     """A ``string`` array without nulls mapped by ``_minhash_numba.map_text`` (same type), after NFKC when
-    ``nfkc`` (Arrow's, only for the documents with a character the tables do not cover); None when the kernels
-    cannot do it (then the caller runs its Arrow chain)."""
+    ``nfkc`` (Arrow's, only for the documents with a character the tables do not cover), and folded as
+    ``script_fold.fold_scripts(…, fold)`` folds the mapped text; None when the kernels cannot do it (then the
+    caller runs its Arrow chain).
+
+    Folding is done in the same pass (the traditional-only and the simplified-only characters counted on the
+    way); only the documents :func:`dataclean.text.script_fold.traditional` finds, in ``"phrases"`` mode, are
+    mapped again without folding for OpenCC's phrase conversion, then folded."""
     if not pa.types.is_string(texts.type) or texts.null_count:
         return None
+    fold = script_fold.fold_mode(fold)
+    mapped = _map_text_kernel(texts, mode, nfkc, fold != "off")
+    if mapped is None or fold != "phrases":
+        return mapped if mapped is None else mapped[0]
+    out, counts = mapped
+    rows = np.flatnonzero(script_fold.traditional(counts[:, 0], counts[:, 1]))
+    if not len(rows):
+        return out
+    plain = _map_text_kernel(texts.take(pa.array(rows)), mode, nfkc, False)
+    if plain is None:
+        return None
+    return script_fold.replace_rows(out, rows, script_fold.fold_t2s(script_fold.phrase_convert(plain[0])))
+
+
+def _map_text_kernel(texts: pa.Array, mode: int, nfkc: bool, fold: bool) -> tuple[pa.Array, np.ndarray] | None:
+    """(mapped texts, counts of :func:`_minhash_numba.map_text`, shape (n, 2), when ``fold``) or None."""
     k = _mh_kernels()
     lower, classes, nfkc_off, nfkc_pool = _char_maps()
+    if fold:
+        fold_table, script = script_fold.t2s_table(), script_fold.script_table()
+        counts = np.zeros((len(texts), 2), np.int64)
+    else:
+        fold_table, script, counts = _NO_FOLD, _NO_SCRIPT, _NO_COUNTS
     offsets, data = _buffers(texts)
     sub_offsets, sub_data, sub_index = offsets, data, np.zeros(0, np.int64)
     if nfkc:
@@ -402,32 +434,46 @@ def map_text_kernel(texts: pa.Array, mode: int, nfkc: bool = False) -> pa.Array 
     while True:
         out = np.empty(cap, np.uint8)
         status = k.map_text(data, offsets, sub_data, sub_offsets, sub_index, lower, classes, nfkc_off, nfkc_pool,
-                            mode, out, out_offsets)
+                            mode, fold_table, script, counts, out, out_offsets)
         if status != -2:
             break
         cap *= 2
     if status != 0 or out_offsets[-1] >= 1 << 31:
         return None
     return pa.StringArray.from_buffers(len(texts), pa.py_buffer(out_offsets.astype(np.int32)),
-                                       pa.py_buffer(out[:out_offsets[-1]]))
+                                       pa.py_buffer(out[:out_offsets[-1]])), counts
+
+
+_NO_FOLD = np.zeros(0, np.int32)
+_NO_SCRIPT = np.zeros(0, np.uint8)
+_NO_COUNTS = np.zeros((0, 2), np.int64)
 
 
 # ---------------------------------------------------------------- normalization
 
 
-def shingle_text(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """The text near-duplicate detection compares (see the module docstring); null gives ``""``.
+def shingle_text(texts: pa.Array | pa.ChunkedArray, fold: str = "off") -> pa.Array:
+    """The text near-duplicate detection compares (see the module docstring); null gives ``""``. ``fold``:
+    then :func:`dataclean.text.script_fold.fold_scripts` of it (traditional Chinese to simplified:
+    ``"phrases"``, ``"characters"`` or ``"off"``; ``minhash_dedup``'s ``fold_scripts``).
 
     >>> shingle_text(pa.array(["Hello,  World! 2024"])).to_pylist()
     ['hello world 0000']
+    >>> shingle_text(pa.array(["軟體「檔案」", "软件 文件"]), fold="phrases").to_pylist()
+    ['软件 文件', '软件 文件']
     """
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
     t = pc.fill_null(texts.cast(pa.string()), "")
     if kernels_enabled():
-        mapped = map_text_kernel(t, _mh_kernels().MODE_SHINGLE, nfkc=True)
+        mapped = map_text_kernel(t, _mh_kernels().MODE_SHINGLE, nfkc=True, fold=fold)
         if mapped is not None:
             return mapped
+    return script_fold.fold_scripts(_shingle_chain(t), fold)
+
+
+def _shingle_chain(t: pa.Array) -> pa.Array:
+    """:func:`shingle_text` in Arrow kernels (no nulls)."""
     t = pc.utf8_normalize(t, "NFKC")
     t = pc.utf8_lower(t)
     t = pc.replace_substring_regex(t, r"\p{Nd}", "0")

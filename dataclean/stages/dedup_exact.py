@@ -1,8 +1,12 @@
 """Exact deduplication on a normalized content hash.
 
 Pass 1 hashes each document's text after lower-casing, collapsing every run of whitespace to one space and
-trimming (so ``"Hello  World\\n"`` and ``"hello world"`` are one document). The hash is 128-bit xxh3:
-at 10 billion documents the chance of any collision is about 1e-19, where 64 bits would give a few.
+trimming (so ``"Hello  World\\n"`` and ``"hello world"`` are one document), then, with ``fold_scripts`` (on by
+default), folding traditional Chinese to simplified (:func:`dataclean.text.script_fold.fold_scripts`: OpenCC's
+``tw2sp`` phrases for documents written in traditional characters, then a character table), so the 简体 and
+繁體 copies of one text are one document. Only the key is folded: the texts, ids and ``dup_of`` of the output,
+the ledger and ``dedup/exact_groups.parquet`` are the documents' own. The hash is 128-bit xxh3: at 10 billion
+documents the chance of any collision is about 1e-19, where 64 bits would give a few.
 
 The global step groups the hashes of the whole corpus (DuckDB, out-of-core) and keeps, in each group, the
 document with the smallest id, so the choice depends neither on shard order nor on worker count. Every
@@ -19,24 +23,29 @@ import xxhash
 from dataclean.dedup import minhash
 from dataclean.io.writers import tmp_name
 from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
+from dataclean.text.script_fold import DEFAULT_FOLD, fold_mode, fold_scripts
 
 
-def content_key_text(text: pa.Array) -> pa.Array:
+def content_key_text(text: pa.Array, fold: str = "off") -> pa.Array:
     """The text exact dedup compares: lower case, runs of whitespace (RE2 ``\\s``: space, tab, newlines,
-    form feed) collapsed to one space, Unicode whitespace trimmed from both ends. With numba, one compiled pass
-    over the bytes gives the same text (``dataclean.dedup._minhash_numba.map_text``)."""
-    if isinstance(text, pa.Array) and minhash.kernels_enabled():
-        key = minhash.map_text_kernel(text, minhash.content_key_mode())
+    form feed) collapsed to one space, Unicode whitespace trimmed from both ends; then folded by
+    :func:`dataclean.text.script_fold.fold_scripts` with ``fold`` (``"phrases"``, ``"characters"`` or
+    ``"off"``). With numba, one compiled pass over the bytes gives the same text
+    (``dataclean.dedup._minhash_numba.map_text``, which folds on the way)."""
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks() if text.num_chunks else pa.array([], pa.string())
+    if minhash.kernels_enabled():
+        key = minhash.map_text_kernel(text, minhash.content_key_mode(), fold=fold)
         if key is not None:
             return key
     key = pc.utf8_lower(text)
     key = pc.replace_substring_regex(key, r"\s+", " ")
-    return pc.utf8_trim_whitespace(key)
+    return fold_scripts(pc.utf8_trim_whitespace(key), fold)
 
 
-def content_hash(text: pa.Array) -> pa.Array:
-    """128-bit xxh3 of :func:`content_key_text`, as ``fixed_size_binary(16)``."""
-    raw = content_key_text(text).cast(pa.binary()).to_pylist()
+def content_hash(text: pa.Array, fold: str = "off") -> pa.Array:
+    """128-bit xxh3 of :func:`content_key_text` (folded as ``fold`` says), as ``fixed_size_binary(16)``."""
+    raw = content_key_text(text, fold).cast(pa.binary()).to_pylist()
     digest = xxhash.xxh3_128_digest
     return pa.array([digest(b) for b in raw], pa.binary(16))
 
@@ -49,13 +58,16 @@ class ExactDedup(Stage):
     signal_fields = [pa.field("content_hash", pa.binary(16))]
     internal_columns = ("content_hash",)
     rule_specs = [RuleSpec("exact_duplicate", "content_hash", (), "flag",
-                           "same text as a document with a smaller id (lower-cased, whitespace collapsed)")]
+                           "same text as a document with a smaller id (lower-cased, whitespace collapsed, "
+                           "traditional Chinese folded to simplified)")]
 
-    def __init__(self, name: str | None = None):
+    def __init__(self, fold_scripts: bool | str = DEFAULT_FOLD, name: str | None = None):
         super().__init__(name)
+        self.fold_scripts = fold_mode(fold_scripts, "exact_dedup.fold_scripts")
 
     def apply(self, batch: pa.RecordBatch) -> StageResult:
-        return StageResult(with_columns(batch, {"content_hash": content_hash(batch.column("text"))}))
+        return StageResult(with_columns(batch, {"content_hash": content_hash(batch.column("text"),
+                                                                             self.fold_scripts)}))
 
     # the global step's shuffle (dataclean/exec/shuffle.py): pass 1 writes these key rows, partitioned by the
     # hash; the reduce tasks keep the hashes seen twice or more, partition by partition

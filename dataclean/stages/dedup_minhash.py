@@ -1,7 +1,8 @@
 """Near-duplicate removal with MinHash-LSH over the whole corpus, out-of-core.
 
 Pass 1 (per batch, vectorised): the text normalized for shingling (NFKC, lower case, digits folded,
-punctuation removed), word 5-gram shingles for space-delimited scripts and character 5-grams for Chinese
+punctuation removed; traditional Chinese folded to simplified with ``fold_scripts``, see
+:func:`dataclean.text.script_fold.fold_scripts`), word 5-gram shingles for space-delimited scripts and character 5-grams for Chinese
 and Japanese (both in one document when it mixes them), a datasketch-compatible signature of ``num_perm``
 permutations, and its ``bands`` band hashes (see :mod:`dataclean.dedup.minhash`). A document with no
 shingle at all (empty after normalization) gets no signature: exact dedup is its only dedup, on purpose.
@@ -76,6 +77,7 @@ from dataclean.dedup.minhash import (DEFAULT_SCHEME, _mh_kernels, band_hashes, i
 from dataclean.io.fs import files_in
 from dataclean.io.writers import WORK_CODEC, atomic_write_table, write_json_atomic
 from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
+from dataclean.text.script_fold import DEFAULT_FOLD, fold_mode
 from dataclean.text.kernels import fixed_binary_values
 
 PARAMS_FILE = "minhash_params.json"
@@ -105,8 +107,9 @@ class MinHashDedup(Stage):
                  false_positive_weight: float = 0.05, false_negative_weight: float = 0.95,
                  verify_pairs: bool = True, verify_with: str = "exact", min_similarity_to_rep: float | None = None,
                  against: Sequence[str] | None = None, chunk_nodes: int = 10_000, max_pairwise_component: int = 100,
-                 name: str | None = None):
+                 fold_scripts: bool | str = DEFAULT_FOLD, name: str | None = None):
         super().__init__(name)
+        self.fold_scripts = fold_mode(fold_scripts, "minhash_dedup.fold_scripts")
         if not 0.0 < float(threshold) <= 1.0:
             raise ValueError(f"minhash_dedup.threshold must be in (0, 1], not {threshold!r}")
         if int(num_perm) < 2:
@@ -152,7 +155,8 @@ class MinHashDedup(Stage):
 
     # -- pass 1 ------------------------------------------------------------------------------------------
     def apply(self, batch: pa.RecordBatch) -> StageResult:
-        values, offsets = shingle_hashes(shingle_text(batch.column("text")), self.word_ngram, self.char_ngram)
+        values, offsets = shingle_hashes(shingle_text(batch.column("text"), self.fold_scripts), self.word_ngram,
+                                         self.char_ngram)
         counts = np.diff(offsets).astype(np.int64)
         sigs = signatures(values, offsets, self.num_perm, self.seed)
         bands = band_hashes(sigs, self.bands, self.rows)
@@ -187,7 +191,11 @@ class MinHashDedup(Stage):
     def params_record(self) -> dict:
         return {"num_perm": self.num_perm, "seed": self.seed, "word_ngram": self.word_ngram,
                 "char_ngram": self.char_ngram, "bands": self.bands, "rows": self.rows,
-                "scheme": DEFAULT_SCHEME, "shingling": "dataclean.dedup.minhash v1"}
+                "scheme": DEFAULT_SCHEME, "shingling": "dataclean.dedup.minhash v1",
+                "fold_scripts": self.fold_scripts}
+
+    #: params_record() keys an earlier run may lack, with the value it had then
+    _RECORD_DEFAULTS = {"fold_scripts": "off"}
 
     def _check_against(self, old: str) -> None:
         folder = os.path.join(old, "dedup")
@@ -201,6 +209,7 @@ class MinHashDedup(Stage):
         with open(path, encoding="utf-8") as fh:
             theirs = json.load(fh)
         mine = self.params_record()
+        theirs = {**self._RECORD_DEFAULTS, **theirs}
         diff = sorted(k for k in mine if theirs.get(k) != mine[k])
         if diff:
             raise ValueError(f"minhash_dedup.against: {old} was deduplicated with other MinHash parameters "
@@ -264,10 +273,12 @@ class MinHashDedup(Stage):
         columns += ["text"] if self.verify_with == "exact" else ["minhash_sig"]
         rows = os.path.join(work, "rows")
         params = {"nodes": nodes_file, "columns": columns, "dest": rows}
-        if self.verify_with == "exact":  # (the map tasks shingle the texts: 0.55 s of a 50,000-document chain's
-            params["shingle_sets"] = [self.word_ngram, self.char_ngram]  # verification in 2 threads, 1.5x more
-            # wall time in all when the verification did it: the lz4 texts written, read and concatenated;
-            # fewer tasks than workers: the idle workers' cores go to their threads)
+        if self.verify_with == "exact" and self.fold_scripts == "off":
+            # the map tasks shingle the texts (0.55 s of a 50,000-document chain's verification in 2 threads, 1.5x
+            # more wall time in all when the verification did it: the lz4 texts written, read and concatenated;
+            # fewer tasks than workers: the idle workers' cores go to their threads). They shingle without script
+            # folding: with fold_scripts the texts are gathered and the verification tasks shingle them.
+            params["shingle_sets"] = [self.word_ngram, self.char_ngram]
             params["threads"] = max(1, int(getattr(ctx.executor, "workers", 1) or 1) // max(1, len(ctx.tasks)))
         found = run_map(ctx, "gather", "doc_key", params=params)
         parts: dict[int, list[tuple[str, int]]] = {}
@@ -354,7 +365,7 @@ class MinHashDedup(Stage):
         if "shingle_set" in nodes.column_names:  # computed by the gather tasks (dataclean/exec/aggregate.py)
             compiled = sets_from_binary(nodes.column("shingle_set"))
         else:
-            compiled = shingle_sets(nodes.column("text"), self.word_ngram, self.char_ngram, threads)
+            compiled = shingle_sets(nodes.column("text"), self.word_ngram, self.char_ngram, threads, self.fold_scripts)
         if compiled is not None:
             k = _mh_kernels()
             set_values, set_offsets = compiled
@@ -388,8 +399,8 @@ class MinHashDedup(Stage):
                 return k.greedy_prefix(set_values, set_offsets, group, pre_off, pre_tok, post_off, post_pos, float(t))
             exact_compiled.greedy = greedy
             return exact_compiled
-        values, offsets = shingle_hashes(shingle_text(nodes.column("text").combine_chunks()), self.word_ngram,
-                                         self.char_ngram)
+        values, offsets = shingle_hashes(shingle_text(nodes.column("text").combine_chunks(), self.fold_scripts),
+                                         self.word_ngram, self.char_ngram)
         sets = [np.unique(values[offsets[i]:offsets[i + 1]]) for i in range(nodes.num_rows)]
 
         def exact(i: int, j: int) -> float:
