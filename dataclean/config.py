@@ -128,7 +128,8 @@ PATCH_KEY = "stages"
 
 #: The top-level key of a config that adds stages to the pipeline without restating it: a list of entries as
 #: in ``pipeline:``, each placed ``before:`` or ``after:`` a stage (its ``name:`` or kind), by default before
-#: the first corpus-wide stage (after every filter of pass 1), as a plug-in filter wants. Not a key of the
+#: the first corpus-wide stage (after every filter of pass 1), as a plug-in filter wants; a corpus-wide stage
+#: (``semantic_dedup``) by default right after the pipeline's last ``*_dedup`` stage. Not a key of the
 #: resolved config.
 ADD_KEY = "add_stages"
 
@@ -202,7 +203,11 @@ def add_stages(cfg: dict, added: Any) -> dict:
             from dataclean.stages import find_stage
 
             kinds = [s.get("stage") if isinstance(s, dict) else None for s in pipeline]
-            at = next((i for i, k in enumerate(kinds) if getattr(find_stage(k), "is_global", False)), len(kinds))
+            is_global = [bool(getattr(find_stage(k), "is_global", False)) for k in kinds]
+            at = next((i for i, g in enumerate(is_global) if g), len(kinds))
+            if getattr(find_stage(entry["stage"]), "is_global", False):  # a dedup step joins the others
+                dedups = [i for i, k in enumerate(kinds) if is_global[i] and str(k).endswith("_dedup")]
+                at = dedups[-1] + 1 if dedups else at
         elif str(anchor) in names:
             at = names.index(str(anchor)) + (1 if after is not None else 0)
         else:
@@ -476,6 +481,7 @@ def validate(cfg: dict) -> None:
     if not isinstance(cfg.get("pipeline"), list) or not cfg["pipeline"]:
         raise ConfigError("pipeline: must be a non-empty list of stages")
     names = set()
+    built = []
     for i, spec in enumerate(cfg["pipeline"]):
         if not isinstance(spec, dict) or "stage" not in spec:
             raise ConfigError(f"pipeline[{i}]: each entry must be a mapping with a 'stage' key")
@@ -488,6 +494,11 @@ def validate(cfg: dict) -> None:
         if stage.name in names:
             raise ConfigError(f"pipeline[{i}]: stage name {stage.name!r} is used twice; give one a 'name'")
         names.add(stage.name)
+        try:
+            stage.check_pipeline(built)
+        except ValueError as exc:
+            raise ConfigError(f"pipeline[{i}]: {exc}") from None
+        built.append(stage)
     if cfg["tokens"]["tokenizer"] is not None:  # a bad path fails here, before any worker starts
         from dataclean.tokens import TokenCounter
         try:

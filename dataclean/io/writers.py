@@ -167,6 +167,43 @@ def atomic_write_table(table: pa.Table, path: str, row_group_rows: int = 8192, *
         raise
 
 
+def atomic_write_tables(tables, schema: pa.Schema, path: str, row_group_rows: int = 65536, *, level: int = 3,
+                        codec: str = "zstd") -> int:
+    """Write the rows of the tables of the iterable ``tables`` (each cast to ``schema``), in order, into one
+    Parquet file atomically, in row groups of exactly ``row_group_rows`` rows (the last one shorter), holding
+    about one table and one row group at a time: the bytes depend on the rows only, not on how they were cut
+    into tables. Returns the rows written; :class:`WriteError` as :func:`atomic_write_table`."""
+    tmp = tmp_name(path)
+    options = parquet_options(schema, level, (), codec)
+    rows = 0
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with pq.ParquetWriter(tmp, schema, **options) as writer:
+            _injected_failure(path)
+            pending: list[pa.Table] = []
+            held = 0
+            for table in tables:
+                if not table.num_rows:
+                    continue
+                pending.append(table.select(schema.names).cast(schema))
+                held += table.num_rows
+                while held >= row_group_rows:
+                    group = pa.concat_tables(pending)
+                    writer.write_table(group.slice(0, row_group_rows).combine_chunks(), row_group_size=row_group_rows)
+                    pending, held = [group.slice(row_group_rows)], held - row_group_rows
+                    rows += row_group_rows
+            if held:
+                writer.write_table(pa.concat_tables(pending).combine_chunks(), row_group_size=row_group_rows)
+                rows += held
+        _fsync_replace(tmp, path)
+    except BaseException as exc:
+        _remove_quietly(tmp)
+        if isinstance(exc, OSError):
+            raise write_error(path, exc) from None
+        raise
+    return rows
+
+
 def write_json_atomic(obj, path: str) -> None:
     """Write ``obj`` as JSON atomically; raise :class:`WriteError` (nothing left behind) if that fails."""
     write_text_atomic(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n", path)

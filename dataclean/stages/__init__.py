@@ -23,6 +23,7 @@ import sys
 from dataclean.stages.base import Check, Decisions, Filter, RuleSpec, Stage, StageResult, with_columns
 from dataclean.stages.c4 import C4
 from dataclean.stages.dedup_minhash import MinHashDedup
+from dataclean.stages.dedup_semantic import SemanticDedup
 from dataclean.stages.embed import Embed
 from dataclean.stages.decontaminate import Decontaminate
 from dataclean.stages.dedup_exact import ExactDedup, content_hash, content_key_text
@@ -42,7 +43,7 @@ from dataclean.stages.url_filter import UrlFilter
 
 STAGE_CLASSES = (UrlFilter, Extract, Normalize, LangID, Garbled, RepetitionRuns, LongTokens, GopherRepetition,
                  GopherQuality, SeoSpam, WordLists, C4, FineWebQuality, PIIMask, Decontaminate, QualityScore,
-                 ExactDedup, MinHashDedup, QualityFilter, Embed)
+                 ExactDedup, MinHashDedup, QualityFilter, Embed, SemanticDedup)
 REGISTRY: dict[str, type[Stage]] = {cls.kind: cls for cls in STAGE_CLASSES}
 #: The built-in kinds, fixed at import: ``REGISTRY`` stays writable for library users, but a name added there is
 #: theirs, not dataclean's, and does not make a plug-in's ``kind`` a clash.

@@ -145,6 +145,11 @@ class Stage:
     def apply(self, batch: pa.RecordBatch) -> StageResult:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def check_pipeline(self, before: list["Stage"]) -> None:
+        """Raise a one-line :class:`ValueError` when the stages that run ``before`` this one do not give it what
+        it needs (``semantic_dedup`` needs an ``embed`` stage). Called by the config check, before any work.
+        Default: nothing needed."""
+
     def derived_params(self) -> dict:
         """Parameters the stage derived from its recipe entry (MinHash bands and rows optimized for the
         threshold...). The driver writes them into the entry it hands to the tasks
