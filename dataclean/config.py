@@ -175,10 +175,28 @@ def resolve_config(user: dict | str | os.PathLike | None = None, overrides: dict
             stage_patches.append((prefix, head, _nest(rest.split("."), value)))
     cfg["mixture"] = resolve_mixture(cfg.get("mixture"))
     cfg = place_decontaminate(place_extract(cfg))
-    for prefix, stage, params in stage_patches:
+    for prefix, stage, params in _merge_patches(stage_patches):
         cfg = patch_stage(cfg, stage, params, prefix)
     validate(cfg)
     return cfg
+
+
+def _merge_patches(patches: list) -> list:
+    """Consecutive patches of one stage from one source as one (``--set quality_score.scorer=embedding --set
+    quality_score.model_path=h.npz`` is one change: checked apart, each half would be refused)."""
+    def merge(a: dict, b: dict) -> dict:
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        return out
+
+    merged: list = []
+    for prefix, stage, params in patches:
+        if merged and merged[-1][0] == prefix and merged[-1][1] == stage:
+            merged[-1] = (prefix, stage, merge(merged[-1][2], params))
+        else:
+            merged.append((prefix, stage, params))
+    return merged
 
 
 def add_stages(cfg: dict, added: Any) -> dict:

@@ -8,7 +8,9 @@ the columns; it removes nothing (filtering on the score is a separate, global st
 * ``fasttext`` (:mod:`dataclean.quality.fasttext_model`): a supervised fastText classifier's probability of
   a positive label;
 * ``linear`` (:class:`LinearScorer`): the hashed n-gram linear model of :mod:`dataclean.quality.linear`
-  (``dataclean quality train``), imported only when this scorer is used.
+  (``dataclean quality train``), imported only when this scorer is used;
+* ``embedding`` (:class:`dataclean.quality.embedding.EmbeddingScorer`): a logistic-regression head on a text
+  embedder's document embeddings (``dataclean quality train --embedder MODEL``).
 """
 from __future__ import annotations
 
@@ -70,6 +72,12 @@ class LinearScorer(ReloadsModel, Scorer):
                 raise
             raise QualityModelError("scorer 'linear' needs dataclean.quality.linear, which is not installed") from e
         unusable = tuple(c for c in (getattr(linear, "ModelFileError", None),) if isinstance(c, type))
+        from dataclean.quality.embedding import FORMAT as HEAD_FORMAT
+        from dataclean.quality.embedding import file_format
+
+        if file_format(self.model_path) == HEAD_FORMAT:
+            raise QualityModelError(f"{self.model_path} is an embedding quality head, not a linear model: use "
+                                    "scorer: embedding")
         try:
             return linear.LinearQualityModel.load(self.model_path)
         except (OSError, ValueError, KeyError, *unusable) as e:
@@ -90,7 +98,7 @@ class LinearScorer(ReloadsModel, Scorer):
 
 
 #: The scorer names the stage accepts.
-SCORER_NAMES = ("heuristic", "fasttext", "linear")
+SCORER_NAMES = ("heuristic", "fasttext", "linear", "embedding")
 
 
 def make_scorer(scorer: str = "heuristic", model_path: str | None = None, positive_label: str | None = None,
@@ -98,7 +106,7 @@ def make_scorer(scorer: str = "heuristic", model_path: str | None = None, positi
     """The scorer called ``scorer``, refusing parameters it would ignore."""
     if scorer not in SCORER_NAMES:
         raise ValueError(f"quality scorer must be one of {', '.join(SCORER_NAMES)}, not {scorer!r}")
-    unused = [k for k, v, used in (("model_path", model_path, ("fasttext", "linear")),
+    unused = [k for k, v, used in (("model_path", model_path, ("fasttext", "linear", "embedding")),
                                    ("positive_label", positive_label, ("fasttext",)),
                                    ("lowercase", lowercase, ("fasttext",)),
                                    ("split_cjk", split_cjk, ("fasttext",)))
@@ -113,12 +121,17 @@ def make_scorer(scorer: str = "heuristic", model_path: str | None = None, positi
         from dataclean.quality.fasttext_model import FastTextScorer
 
         return FastTextScorer(model_path, positive_label, lowercase=lowercase, split_cjk=split_cjk)
+    if scorer == "embedding":
+        from dataclean.quality.embedding import EmbeddingScorer
+
+        return EmbeddingScorer(model_path)
     return LinearScorer(model_path)
 
 
 # The scorer modules import rule stages (whose package imports the quality_score stage, which imports this
 # package): they are imported on first use, never while this package initialises.
-_LAZY = {"HeuristicScorer": "dataclean.quality.heuristic", "FastTextScorer": "dataclean.quality.fasttext_model"}
+_LAZY = {"HeuristicScorer": "dataclean.quality.heuristic", "FastTextScorer": "dataclean.quality.fasttext_model",
+         "EmbeddingScorer": "dataclean.quality.embedding"}
 
 
 def __getattr__(name: str):
@@ -129,5 +142,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["QualityModelError", "Scorer", "HeuristicScorer", "FastTextScorer", "LinearScorer", "SCORER_NAMES",
-           "make_scorer"]
+__all__ = ["QualityModelError", "Scorer", "HeuristicScorer", "FastTextScorer", "LinearScorer", "EmbeddingScorer",
+           "SCORER_NAMES", "make_scorer"]

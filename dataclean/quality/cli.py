@@ -12,6 +12,7 @@ from dataclean.cli import _epilog  # (dataclean.cli imports this module lazily: 
 
 
 @click.group(epilog=_epilog(["dataclean quality train --labels labels.jsonl -o model.npz --cv 5",
+                             "dataclean quality train --embedder all-MiniLM-L6-v2/ --labels labels.jsonl -o head.npz",
                              "dataclean quality eval model.npz --labels heldout.jsonl"],
                             {2: "bad usage, unreadable or unusable labels, cannot write the model"}))
 def quality() -> None:
@@ -59,8 +60,9 @@ def _print_table(*renderables) -> None:
 
 @quality.command(epilog=_epilog(
     ["dataclean quality train --labels labels.jsonl -o model.npz --cv 5",
-     "dataclean quality train --positive good/ --negative bad/ -o model.npz --holdout 0.2"],
-    {2: "bad usage, unreadable labels, one class missing, cannot write the model"}))
+     "dataclean quality train --positive good/ --negative bad/ -o model.npz --holdout 0.2",
+     "dataclean quality train --embedder all-MiniLM-L6-v2/ --labels labels.jsonl -o head.npz --cv 5"],
+    {2: "bad usage, unreadable labels, one class missing, bad embedder folder, cannot write the model"}))
 @click.option("--positive", "positives", multiple=True,
               help="Good documents: a .parquet/.jsonl file, folder or glob (repeat the option for more).")
 @click.option("--negative", "negatives", multiple=True,
@@ -94,10 +96,22 @@ def _print_table(*renderables) -> None:
                    "heuristic signals to the n-grams.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--max-docs", type=click.IntRange(1), help="Use at most N documents per input (a hash sample).")
-@click.option("--max-chars", default=10_000, show_default=True, type=click.IntRange(1),
-              help="Characters of each document used for the n-gram features.")
-@click.option("--C", "C", default=4.0, show_default=True, type=click.FloatRange(0.0, min_open=True),
-              help="Inverse L2 regularization strength of the logistic regression.")
+@click.option("--max-chars", default=None, type=click.IntRange(1),
+              help="Characters of each document used for the n-gram features [default: 10000].")
+@click.option("--C", "C", default=None, type=click.FloatRange(0.0, min_open=True),
+              help="Inverse L2 regularization strength of the logistic regression [default: 4 for the n-gram "
+                   "model, 0.1 with --embedder].")
+@click.option("--embedder", default=None, metavar="MODEL",
+              help="Train a logistic-regression head on this embedder's document embeddings instead of the n-gram "
+                   "model: a sentence-transformers, ONNX or model2vec folder. The head file records the folder "
+                   "and its digest (use it with scorer: embedding).")
+@click.option("--backend", default="auto", show_default=True, help="--embedder: the embedding backend.")
+@click.option("--max-tokens", default=None, type=click.IntRange(1),
+              help="--embedder: tokens embedded per document [default: the model's own limit].")
+@click.option("--long-text", default="truncate", show_default=True,
+              help="--embedder: what to do with documents longer than --max-tokens (as the embed stage).")
+@click.option("--device", default="auto", show_default=True, help="--embedder: where to run the embedder.")
+@click.option("--threads", default=None, type=click.IntRange(1), help="--embedder: CPU threads of the embedder.")
 @click.option("--add-good-lines", is_flag=True,
               help="Also train on one line (20-300 characters) of every good training document, so that short "
                    "clean text is not learned as bad when the bad documents are the short ones.")
@@ -105,9 +119,9 @@ def _print_table(*renderables) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def train(positives, negatives, label_inputs, output, text_column, id_column, lang_column, label_column,
           source_column, holdout, cv, balance, per_lang, min_lang_docs, dense, seed, max_docs, max_chars, C,
-          add_good_lines, threshold, fmt) -> None:
+          embedder, backend, max_tokens, long_text, device, threads, add_good_lines, threshold, fmt) -> None:
     """Train a linear classifier of good vs bad documents (--labels, or --positive and --negative); write it
-    to OUTPUT."""
+    to OUTPUT. With --embedder MODEL: a logistic-regression head on that embedder's document embeddings."""
     import numpy as np
     import pyarrow as pa
 
@@ -126,6 +140,28 @@ def train(positives, negatives, label_inputs, output, text_column, id_column, la
         factors = ()
     if any(f not in ("lang", "length") for f in factors) or len(set(factors)) != len(factors):
         _fail(f"--balance must be lang, length, lang,length or none, not {balance!r}")
+    if embedder is not None:
+        given = [flag for flag, on in (("--per-lang", per_lang), ("--dense", dense), ("--max-chars", max_chars),
+                                       ("--add-good-lines", add_good_lines)) if on]
+        if given:
+            _fail(f"{', '.join(given)} belong to the n-gram model; --embedder trains a head on embeddings: "
+                  "drop " + ("them" if len(given) > 1 else "it"))
+    else:
+        given = [flag for flag, on in (("--backend", backend != "auto"), ("--max-tokens", max_tokens),
+                                       ("--long-text", long_text != "truncate"), ("--device", device != "auto"),
+                                       ("--threads", threads)) if on]
+        if given:
+            _fail(f"{', '.join(given)} need --embedder MODEL")
+    max_chars = 10_000 if max_chars is None else max_chars
+    loaded = None
+    if embedder is not None:  # before reading: a bad folder is one line, without waiting for the labels
+        from dataclean.quality.embedding import EmbedderError, load
+
+        try:
+            loaded = load(embedder, backend=backend, device=device, threads=threads, max_tokens=max_tokens,
+                          long_text=long_text)
+        except EmbedderError as exc:
+            _fail(f"--embedder: {exc}")
 
     read = dict(text_column=text_column, id_column=id_column, lang_column=lang_column, max_docs=max_docs,
                 seed=seed, source_column=source_column)
@@ -156,6 +192,14 @@ def train(positives, negatives, label_inputs, output, text_column, id_column, la
     out = holdout_mask(ids, seed, holdout)
     if (out & y).sum() == y.sum() or (out & ~y).sum() == (~y).sum():
         _fail("the holdout took every document of a class; lower --holdout or add documents")
+    if loaded is not None:
+        _train_embedding(loaded, docs, y, keys, lengths, out, counts, n_bad, warnings, dict(
+            embedder=embedder, backend=backend, max_tokens=max_tokens, long_text=long_text, output=output,
+            inputs={"positive": list(positives), "negative": list(negatives), "labels": list(label_inputs)},
+            factors=factors, C=C, seed=seed, cv=cv, holdout=holdout, max_docs=max_docs, threshold=threshold,
+            fmt=fmt))
+        return
+    C = 4.0 if C is None else C
     tr = np.flatnonzero(~out)
     train_texts = texts.take(pa.array(tr))
     train_langs = docs.column("lang").take(pa.array(tr))
@@ -220,6 +264,69 @@ def train(positives, negatives, label_inputs, output, text_column, id_column, la
     click.echo(f"model: {output} ({os.path.getsize(output) / 1e6:.1f} MB)")
 
 
+def _train_embedding(embedder, docs, y, keys, lengths, out, counts, n_bad, warnings, o) -> None:
+    """``train --embedder``: embed every document once, cross-validate and fit the head, write it, print."""
+    import numpy as np
+    import pyarrow as pa
+
+    from dataclean.quality.embedding import DEFAULT_C, EmbedderRecord, embed_texts, fit
+    from dataclean.quality.evaluate import evaluate_scores
+
+    C = DEFAULT_C if o["C"] is None else o["C"]
+    record = EmbedderRecord.of(embedder, o["embedder"], o["backend"], o["max_tokens"], o["long_text"])
+    t0 = time.perf_counter()
+    vectors = embed_texts(embedder, docs.column("text"))
+    embed_seconds = time.perf_counter() - t0
+    tr = np.flatnonzero(~out)
+    t1 = time.perf_counter()
+    try:
+        head, fitted = fit(vectors[tr], y[tr], embedder=record, langs=keys[tr], lengths=lengths[tr],
+                           balance=o["factors"], C=C, seed=o["seed"], cv=o["cv"],
+                           ids=docs.column("id").take(pa.array(tr)))
+    except ValueError as exc:
+        _fail(str(exc))
+    seconds = time.perf_counter() - t1
+    metrics = head.info["metrics"]
+    metrics.update({
+        "inputs": o["inputs"], "n_read_pos": int(y.sum()), "n_read_neg": int((~y).sum()), "n_read": counts,
+        "bad_records_skipped": n_bad, "holdout_fraction": o["holdout"], "seed": o["seed"], "max_docs": o["max_docs"],
+        "embed_seconds": round(embed_seconds, 3), "embed_docs_per_s": round(len(y) / max(embed_seconds, 1e-9), 1),
+        "train_seconds": round(seconds, 3), "warnings": warnings,
+        "n_holdout_pos": int((out & y).sum()), "n_holdout_neg": int((out & ~y).sum())})
+    if o["cv"]:
+        metrics["cv"] = evaluate_scores(fitted["cv_scores"], y[tr], keys[tr].tolist(), o["threshold"])
+    if out.any():
+        rows = np.flatnonzero(out)
+        metrics["holdout"] = evaluate_scores(head.predict_proba(vectors[rows]), y[out], keys[out].tolist(),
+                                             o["threshold"])
+    output = o["output"]
+    try:
+        head.save(output)
+    except OSError as exc:
+        _fail(f"cannot write {output}: {exc}")
+    if o["fmt"] == "json":
+        click.echo(json.dumps({"model": output, "embedder": record.to_json(), **metrics}, indent=2,
+                              ensure_ascii=False))
+        return
+    click.echo(f"read {int(y.sum())} good and {int((~y).sum())} bad documents"
+               + (f" ({n_bad} unusable records skipped)" if n_bad else ""))
+    click.echo(f"train: {metrics['n_train_pos']} good + {metrics['n_train_neg']} bad; holdout {o['holdout']:g} "
+               f"(seed {o['seed']}): {metrics['n_holdout_pos']} good + {metrics['n_holdout_neg']} bad")
+    click.echo(f"embedder: {record.name} at {record.path} (dim {record.dim}, digest {record.digest[:12]}, "
+               f"max_tokens {record.max_tokens if record.max_tokens is not None else 'default'}, long_text "
+               f"{record.long_text}); balance: {', '.join(o['factors']) if o['factors'] else 'classes only'}; C {C:g}")
+    click.echo(f"embedded {len(y)} documents in {embed_seconds:.1f} s; head trained in {seconds:.1f} s; "
+               f"train AUC {metrics['train_auc']:.4f}")
+    if o["cv"]:
+        for line in _cv_lines(metrics["cv"], o["cv"], o["seed"]):
+            click.echo(line)
+    if "holdout" in metrics:
+        h = metrics["holdout"]["overall"]
+        click.echo(f"holdout AUC {'-' if h['auc'] is None else format(h['auc'], '.4f')}")
+        _print_table(_report_table("holdout", metrics["holdout"]))
+    click.echo(f"head: {output} ({record.dim} weights; score with scorer: embedding, model_path: {output})")
+
+
 def _cv_lines(report: dict, k: int, seed: int) -> list[str]:
     """``cv AUC 0.8712 (5 folds by id hash, seed 0; 261 documents: 134 good, 127 bad)``, then one
     ``cv AUC lang=xx ...`` line per language."""
@@ -246,15 +353,32 @@ def _cv_lines(report: dict, k: int, seed: int) -> list[str]:
               help="1/0, true/false, pos/neg, good/bad or keep/remove (1 = good).")
 @click.option("--lang-column", default="lang", show_default=True,
               help="Language column for per-language metrics (else lang_hint when present).")
+@click.option("--embedder", default=None, metavar="MODEL",
+              help="An embedding head's embedder at a new place (the same files: the digest is checked).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def evaluate(model_path, label_inputs, threshold, text_column, label_column, lang_column, fmt) -> None:
-    """Score labelled documents with MODEL: AUC, precision and recall, overall and per language."""
+def evaluate(model_path, label_inputs, threshold, text_column, label_column, lang_column, embedder, fmt) -> None:
+    """Score labelled documents with MODEL (a linear model or an embedding head from 'quality train'): AUC,
+    precision and recall, overall and per language."""
+    from dataclean.quality.embedding import FORMAT as HEAD_FORMAT
+    from dataclean.quality.embedding import HeadFileError, embed_texts, file_format, load_head
     from dataclean.quality.evaluate import evaluate_scores
     from dataclean.quality.linear import LinearQualityModel, ModelFileError
 
+    is_head = file_format(model_path) == HEAD_FORMAT
+    if embedder is not None and not is_head:
+        _fail(f"--embedder applies to an embedding head; {model_path} is not one")
     try:
-        model = LinearQualityModel.load(model_path)
-    except ModelFileError as exc:
+        if is_head:
+            head, emb = load_head(model_path, embedder=embedder)
+
+            class _Head:  # texts -> scores, as LinearQualityModel.predict_proba
+                @staticmethod
+                def predict_proba(texts):
+                    return head.predict_proba(embed_texts(emb, texts))
+            model = _Head()
+        else:
+            model = LinearQualityModel.load(model_path)
+    except (ModelFileError, HeadFileError) as exc:
         _fail(str(exc))
     docs, n_bad = _read(label_inputs, "labels", text_column=text_column, id_column=None, lang_column=lang_column,
                         label_column=label_column)

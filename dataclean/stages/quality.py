@@ -7,9 +7,12 @@ also reads it, to keep the best document of a cluster.
 Parameters:
 
 * ``scorer`` — ``heuristic`` (default; rule-like signals, no model: :mod:`dataclean.quality.heuristic`),
-  ``fasttext`` (a supervised fastText classifier: :mod:`dataclean.quality.fasttext_model`) or ``linear``
-  (the hashed n-gram model trained by ``dataclean quality train``: :mod:`dataclean.quality.linear`);
-* ``model_path`` — the model file of ``fasttext`` and ``linear``;
+  ``fasttext`` (a supervised fastText classifier: :mod:`dataclean.quality.fasttext_model`), ``linear``
+  (the hashed n-gram model trained by ``dataclean quality train``: :mod:`dataclean.quality.linear`) or
+  ``embedding`` (a logistic-regression head on a text embedder, trained by ``dataclean quality train
+  --embedder MODEL``: :mod:`dataclean.quality.embedding`);
+* ``model_path`` — the model file of ``fasttext`` and ``linear``, the head file of ``embedding`` (which names
+  its embedder folder);
 * ``positive_label`` — ``fasttext`` only: the label of good documents, with or without ``__label__``;
 * ``lowercase``, ``split_cjk`` — ``fasttext`` only: lower-case the text, set Han characters and kana runs
   apart with spaces, as the model's training text was prepared.
