@@ -1,5 +1,4 @@
-"""Semantic dedup (``semantic_dedup``): the global step on a million embeddings, and the whole pipeline with an
-embedding model on the bench shards.
+"""Semantic dedup (``semantic_dedup``): the global step on a million embeddings.
 
 **synthetic** (the default): ``--docs`` (1,000,000) L2-normalised 384-dimensional float16 embeddings, written
 as the pass-1 files of a run folder (``_work/pass1/TTTTT/docs-00000.parquet``, ``--files`` of them, with the
@@ -25,15 +24,7 @@ own family) / (planted copies), precision = those / all removed. Saved to ``benc
     python benchmarks/bench_semdedup.py --docs 100000          # a smaller run
     python benchmarks/bench_semdedup.py --compare-faiss        # numpy's k-means fit against faiss's, same sample
 
-**pipeline**: ``--pipeline MODEL_DIR`` runs ``dataclean run`` on ``--shards`` (default
-``/work/shared/corpus/bench/*.parquet``; ``--limit-shards K`` for the first K) with the default pipeline plus
-``embed`` (``model: MODEL_DIR``) and ``semantic_dedup`` (``add_stages:``), ``--workers`` workers, measured
-the same way. Printed: wall, pass-1 documents/s per core, the embedding rate of the model alone on one core
-(the embed stage on ``--embed-probe`` documents of the first shard, in this process, one thread), peak
-RSS/PSS, removals by source; written to ``--pairs`` (default ``OUT/semantic_pairs.md``): ``--n-pairs`` (20)
-removed documents drawn with a seeded generator, each with the text it duplicates and their cosine.
-
-    python benchmarks/bench_semdedup.py --pipeline /path/to/model --limit-shards 1 --out /tmp/sem1
+The whole pipeline with a model on the bench shards is ``benchmarks/bench_semantic_run.py``.
 """
 from __future__ import annotations
 
@@ -42,7 +33,6 @@ import glob
 import json
 import os
 import platform
-import random
 import shutil
 import sys
 import tempfile
@@ -56,7 +46,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, REPO)
-DEFAULT_SHARDS = os.path.join(REPO, "..", "shared", "corpus", "bench", "*.parquet")
 FINGERPRINT = "bench-semdedup"
 
 
@@ -251,98 +240,6 @@ def compare_faiss(args) -> dict:
     return out
 
 
-# ------------------------------------------------------------------------------------------------ pipeline
-
-def pipeline(args) -> dict:
-    from _measure import measure
-
-    from dataclean.embed.vectors import COLUMN
-
-    shards = sorted(glob.glob(args.shards))[: args.limit_shards or None]
-    if not shards:
-        sys.exit(f"no shards match {args.shards}")
-    out = args.out or tempfile.mkdtemp(prefix="semdedup-run-")
-    cfg_path = os.path.join(os.path.dirname(os.path.abspath(out)), os.path.basename(out) + "-config.yaml")
-    embed = {"stage": "embed", "model": os.path.abspath(args.pipeline), **(json.loads(args.embed_params or "{}"))}
-    sem = {"stage": "semantic_dedup", **(json.loads(args.params) if args.params else {})}
-    import yaml
-
-    with open(cfg_path, "w", encoding="utf-8") as fh:
-        yaml.safe_dump({"add_stages": [embed, sem]}, fh, sort_keys=False)
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    cmd = [sys.executable, "-m", "dataclean.cli", "run", *shards, "-o", out, "--config", cfg_path,
-           "--workers", str(args.workers), "--quiet", "--fresh"]
-    m = measure(cmd, interval=args.interval, env=env)
-    if m.returncode != 0:
-        sys.exit(f"the run failed:\n{m.stderr}")
-    with open(os.path.join(out, "manifest.json"), encoding="utf-8") as fh:
-        manifest = json.load(fh)
-    with open(os.path.join(out, "stats", "summary.json"), encoding="utf-8") as fh:
-        summary = json.load(fh)
-    import duckdb
-
-    con = duckdb.connect()
-    rej = os.path.join(out, "rejected", "*.parquet")
-    by_source = dict(con.sql(f"SELECT source, count(*) FROM '{rej}' WHERE rule = 'semantic_duplicate' "
-                             "GROUP BY 1 ORDER BY 2 DESC").fetchall())
-    docs = summary["input_records"]
-    task_s = 0.0
-    for f in glob.glob(os.path.join(out, "_work", "markers", "pass1-*.json")):
-        with open(f, encoding="utf-8") as fh:
-            task_s += json.load(fh)["seconds"]
-    result = {"mode": "pipeline", "model": os.path.abspath(args.pipeline), "shards": len(shards), "docs": docs,
-              "workers": args.workers, "wall_s": round(m.wall_s, 1), "timings_s": manifest["timings_seconds"],
-              "pass1_docs_per_core_s": round(docs / task_s, 1) if task_s else None,
-              "embed_alone": embed_probe(shards[0], embed, args.embed_probe),
-              "peak_rss_mib": round(m.peak_rss_mib), "peak_pss_mib": round(m.peak_pss_mib),
-              "removed_semantic": int(sum(by_source.values())), "removed_semantic_by_source": by_source,
-              "removed_by_stage": summary.get("removed_by_stage")}
-    pairs_path = args.pairs or os.path.join(out, "semantic_pairs.md")
-    write_pairs(con, out, pairs_path, args.n_pairs, args.seed)
-    result["pairs_file"] = pairs_path
-    del COLUMN
-    return result
-
-
-def embed_probe(shard: str, embed: dict, n: int) -> dict:
-    """The embed stage alone on the first ``n`` documents of ``shard``, one thread: documents/s of one core."""
-    from threadpoolctl import threadpool_limits
-
-    from dataclean.pipeline import build_stage
-
-    texts = pq.read_table(shard, columns=["text"]).slice(0, n)
-    batch = pa.record_batch({"text": texts.column("text").combine_chunks()})
-    stage = build_stage(dict(embed))
-    try:
-        import torch
-        torch.set_num_threads(1)
-    except ImportError:
-        pass
-    with threadpool_limits(1):
-        stage(batch.slice(0, min(32, n)))  # (load and warm up)
-        t0 = time.perf_counter()
-        stage(batch)
-        dt = time.perf_counter() - t0
-    return {"docs": batch.num_rows, "seconds": round(dt, 2), "docs_per_s_one_core": round(batch.num_rows / dt, 1)}
-
-
-def write_pairs(con, out: str, path: str, n: int, seed: int) -> None:
-    """``n`` removed documents (seeded draw), each with the kept text it duplicates and their cosine."""
-    rej = os.path.join(out, "rejected", "*.parquet")
-    data = os.path.join(out, "data", "*.parquet")
-    rows = con.sql(f"""SELECT r.id, r.source, r.value, r.dup_of, r.text, d.text AS kept_text
-                       FROM '{rej}' r JOIN '{data}' d ON d.id = r.dup_of
-                       WHERE r.rule = 'semantic_duplicate' ORDER BY r.id""").fetchall()
-    picked = sorted(random.Random(seed).sample(range(len(rows)), min(n, len(rows))))
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(f"# {len(picked)} of {len(rows)} semantic duplicates of {out} (seeded draw)\n\n")
-        for i in picked:
-            rid, source, value, dup_of, text, kept = rows[i]
-            fh.write(f"## {rid} ({source}) -> {dup_of}: cosine {value:.4f}\n\n**removed:**\n\n> "
-                     + (text or "").replace("\n", "\n> ")[:3000] + "\n\n**kept:**\n\n> "
-                     + (kept or "").replace("\n", "\n> ")[:3000] + "\n\n")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--docs", type=int, default=1_000_000)
@@ -361,14 +258,6 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=100_000, help="(--compare-faiss) rows fitted")
     ap.add_argument("--k", type=int, default=1000, help="(--compare-faiss) clusters")
     ap.add_argument("--iters", type=int, default=10, help="(--compare-faiss) Lloyd iterations")
-    ap.add_argument("--pipeline", metavar="MODEL_DIR", help="run the whole pipeline with this embedding model")
-    ap.add_argument("--embed-params", help="(--pipeline) more embed stage parameters, as JSON")
-    ap.add_argument("--shards", default=DEFAULT_SHARDS)
-    ap.add_argument("--limit-shards", type=int, default=0)
-    ap.add_argument("--out", help="(--pipeline) the run's output folder")
-    ap.add_argument("--pairs", help="(--pipeline) where to write the sample of removed pairs")
-    ap.add_argument("--n-pairs", type=int, default=20)
-    ap.add_argument("--embed-probe", type=int, default=500)
     ap.add_argument("--inner", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.inner:
@@ -376,12 +265,10 @@ def main() -> None:
         return
     if args.compare_faiss:
         result = {"mode": "compare_faiss", **compare_faiss(args)}
-    elif args.pipeline:
-        result = pipeline(args)
     else:
         result = synthetic(args)
     print(json.dumps(result, indent=2))
-    if args.json and not args.pipeline:
+    if args.json:
         key = result["mode"] if result["mode"] != "synthetic" else f"synthetic_{args.docs}"
         old = {}
         if os.path.isfile(args.json):
