@@ -9,6 +9,16 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data"
 
 
+def pytest_configure(config):
+    """Compile (or load) the numba kernels once, in the controlling process, before any test or xdist worker
+    starts: otherwise the first CLI runs of both workers compile them at the same time (a minute of CPU each
+    on a fresh clone), and a test that times a signal lands inside a compilation."""
+    if hasattr(config, "workerinput") or os.environ.get("DATACLEAN_KERNELS") == "0":
+        return
+    subprocess.run([sys.executable, "-c", "from dataclean.text import kernels; from dataclean.dedup import minhash; "
+                    "kernels.warm_up(); minhash.warm_up()"], check=False, timeout=900)
+
+
 def with_kernels(value: str, fn):
     """``fn()`` with ``DATACLEAN_KERNELS=value`` (``"1"``: the compiled kernels, ``"0"``: numpy), then the
     variable as it was."""
