@@ -139,6 +139,24 @@ def _fsync_replace(tmp: str, path: str) -> None:
     os.replace(tmp, path)
 
 
+@contextmanager
+def _atomic_parquet(path: str, schema: pa.Schema, options: dict):
+    """A ``ParquetWriter`` on a temporary name beside ``path``, renamed into place (fsynced) when the block
+    ends; on any failure the temporary file goes and an ``OSError`` becomes :class:`WriteError`."""
+    tmp = tmp_name(path)
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with pq.ParquetWriter(tmp, schema, **options) as writer:
+            _injected_failure(path)
+            yield writer
+        _fsync_replace(tmp, path)
+    except BaseException as exc:
+        _remove_quietly(tmp)
+        if isinstance(exc, OSError):
+            raise write_error(path, exc) from None
+        raise
+
+
 def atomic_write_table(table: pa.Table, path: str, row_group_rows: int = 8192, *,
                        row_group_sizes: list[int] | None = None, statistics: tuple[str, ...] = (),
                        level: int = 3, codec: str = "zstd") -> None:
@@ -147,24 +165,13 @@ def atomic_write_table(table: pa.Table, path: str, row_group_rows: int = 8192, *
     Row groups are of ``row_group_rows`` rows, or exactly ``row_group_sizes`` (consecutive slices, in order);
     ``statistics`` names columns that get min/max statistics besides :data:`PARQUET_OPTIONS`' own; ``codec`` and
     ``level`` are as for :func:`parquet_options`."""
-    tmp = tmp_name(path)
-    options = parquet_options(table.schema, level, statistics, codec)
-    try:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        with pq.ParquetWriter(tmp, table.schema, **options) as writer:
-            _injected_failure(path)
-            if not row_group_sizes:
-                writer.write_table(table, row_group_size=row_group_rows)
-            start = 0
-            for size in row_group_sizes or ():
-                writer.write_table(table.slice(start, size), row_group_size=size)
-                start += size
-        _fsync_replace(tmp, path)
-    except BaseException as exc:
-        _remove_quietly(tmp)
-        if isinstance(exc, OSError):
-            raise write_error(path, exc) from None
-        raise
+    with _atomic_parquet(path, table.schema, parquet_options(table.schema, level, statistics, codec)) as writer:
+        if not row_group_sizes:
+            writer.write_table(table, row_group_size=row_group_rows)
+        start = 0
+        for size in row_group_sizes or ():
+            writer.write_table(table.slice(start, size), row_group_size=size)
+            start += size
 
 
 def atomic_write_tables(tables, schema: pa.Schema, path: str, row_group_rows: int = 65536, *, level: int = 3,
@@ -173,34 +180,23 @@ def atomic_write_tables(tables, schema: pa.Schema, path: str, row_group_rows: in
     Parquet file atomically, in row groups of exactly ``row_group_rows`` rows (the last one shorter), holding
     about one table and one row group at a time: the bytes depend on the rows only, not on how they were cut
     into tables. Returns the rows written; :class:`WriteError` as :func:`atomic_write_table`."""
-    tmp = tmp_name(path)
-    options = parquet_options(schema, level, (), codec)
     rows = 0
-    try:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        with pq.ParquetWriter(tmp, schema, **options) as writer:
-            _injected_failure(path)
-            pending: list[pa.Table] = []
-            held = 0
-            for table in tables:
-                if not table.num_rows:
-                    continue
-                pending.append(table.select(schema.names).cast(schema))
-                held += table.num_rows
-                while held >= row_group_rows:
-                    group = pa.concat_tables(pending)
-                    writer.write_table(group.slice(0, row_group_rows).combine_chunks(), row_group_size=row_group_rows)
-                    pending, held = [group.slice(row_group_rows)], held - row_group_rows
-                    rows += row_group_rows
-            if held:
-                writer.write_table(pa.concat_tables(pending).combine_chunks(), row_group_size=row_group_rows)
-                rows += held
-        _fsync_replace(tmp, path)
-    except BaseException as exc:
-        _remove_quietly(tmp)
-        if isinstance(exc, OSError):
-            raise write_error(path, exc) from None
-        raise
+    with _atomic_parquet(path, schema, parquet_options(schema, level, (), codec)) as writer:
+        pending: list[pa.Table] = []
+        held = 0
+        for table in tables:
+            if not table.num_rows:
+                continue
+            pending.append(table.select(schema.names).cast(schema))
+            held += table.num_rows
+            while held >= row_group_rows:
+                group = pa.concat_tables(pending)
+                writer.write_table(group.slice(0, row_group_rows).combine_chunks(), row_group_size=row_group_rows)
+                pending, held = [group.slice(row_group_rows)], held - row_group_rows
+                rows += row_group_rows
+        if held:
+            writer.write_table(pa.concat_tables(pending).combine_chunks(), row_group_size=row_group_rows)
+            rows += held
     return rows
 
 
