@@ -10,7 +10,9 @@ import os
 from dataclasses import dataclass
 
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dataclean.audit.tables import connect, ident, kept_records_filter
@@ -19,6 +21,7 @@ from dataclean.io.fs import files_in
 TEXT_CHARS = 600  # characters of a document's text shown in the report
 HIST_BINS = 40
 SAMPLE_ROWS = 200_000  # rows per table behind a histogram's axis range (the counts use every row)
+MEMORY_ROWS = 50_000  # tables up to this size are histogrammed in numpy (<= 50 MB for 120 signals)
 
 
 def read_json(path: str) -> dict | None:
@@ -95,19 +98,14 @@ class Histogram:
     n: int
 
 
-def signal_histograms(t: RunTables, signals: dict[str, list[str]], marks: dict[str, list[float]],
-                      bins: int = HIST_BINS) -> dict[str, Histogram]:
-    """Per signal: counts per bin of kept documents, of documents removed by the signal's own rules
-    (``signals[signal]``) and of documents removed by other rules that had the signal computed.
+def _double(x: float) -> str:
+    """``x`` as a DuckDB DOUBLE literal that parses to the same double (a plain ``-6.74`` is a DECIMAL, whose
+    conversion may round differently from Python's)."""
+    r = repr(float(x))
+    return r if ("e" in r or "n" in r) else r + "e0"
 
-    Bounds: exact count, min and max, and the 0.5% and 99.5% quantiles (exact, ``quantile_disc``, so the page
-    is the same on every run) of a deterministic sample of at most ~200k rows per table (every k-th input
-    row); the axis spans those quantiles, widened to show the thresholds in ``marks`` when they are near.
-    Counts: exact, one scan per table with a ``histogram()`` aggregate per signal, never one row per value."""
-    views = [(v, cols) for v, cols in (("kept", t.kept_cols), ("removed", t.removed_cols))]
-    names = [s for s in signals if any(is_numeric(cols.get(s)) for _, cols in views)]
-    if not names:
-        return {}
+
+def _signal_stats_sql(t: RunTables, views, names: list[str]) -> dict[str, dict]:
     stats: dict[str, dict] = {s: {"n": 0, "lo": None, "hi": None, "q_lo": None, "q_hi": None} for s in names}
     for view, cols in views:
         present = [s for s in names if is_numeric(cols.get(s))]
@@ -125,19 +123,23 @@ def signal_histograms(t: RunTables, signals: dict[str, list[str]], marks: dict[s
                       f"quantile_disc(CASE WHEN isfinite({c}) AND {sample} THEN {c} END, [0.005, 0.995])"]
         row = t.con.execute(f"SELECT {', '.join(parts)} FROM {view} WHERE {where}").fetchall()[0]
         for i, s in enumerate(present):
-            n, lo, hi, q = row[4 * i: 4 * i + 4]
-            st = stats[s]
-            if not n:
-                continue
-            q_lo, q_hi = (q[0], q[1]) if q else (lo, hi)
-            st["n"] += n
-            for k, v, pick in (("lo", lo, min), ("hi", hi, max), ("q_lo", q_lo, min), ("q_hi", q_hi, max)):
-                st[k] = v if st[k] is None else pick(st[k], v)
+            _merge_stats(stats[s], *row[4 * i: 4 * i + 4])
+    return stats
 
-    bounds = {"signal": [], "lo": [], "width": [], "log": [], "bins": [], "rules": []}
+
+def _merge_stats(st: dict, n, lo, hi, q) -> None:
+    if not n:
+        return
+    q_lo, q_hi = (q[0], q[1]) if q else (lo, hi)
+    st["n"] += n
+    for k, v, pick in (("lo", lo, min), ("hi", hi, max), ("q_lo", q_lo, min), ("q_hi", q_hi, max)):
+        st[k] = v if st[k] is None else pick(st[k], v)
+
+
+def _layout(stats: dict[str, dict], views, signals, marks, bins: int) -> dict[str, tuple]:
+    """Per signal with finite values: (edges, log_x, stats, start, width, bins)."""
     layout: dict[str, tuple] = {}
-    for s in names:
-        st = stats[s]
+    for s, st in stats.items():
         if not st["n"] or any(math.isnan(st[k]) or math.isinf(st[k]) for k in ("lo", "hi", "q_lo", "q_hi")):
             continue
         lo, hi = st["q_lo"], st["q_hi"]
@@ -167,20 +169,16 @@ def signal_histograms(t: RunTables, signals: dict[str, list[str]], marks: dict[s
             pad = (hi - lo) * 0.02
             start, width = lo - pad, (hi - lo + 2 * pad) / bins
             edges = [start + i * width for i in range(bins + 1)]
-        nb = len(edges) - 1
-        layout[s] = (edges, log_x, st)
-        bounds["signal"].append(s)
-        bounds["lo"].append(float(start))
-        bounds["width"].append(float(width))
-        bounds["log"].append(log_x)
-        bounds["bins"].append(nb)
-        bounds["rules"].append(list(signals[s]))
-    if not layout:
-        return {}
-    counts: dict[str, dict[int, list[int]]] = {s: {g: [0] * (len(layout[s][0]) - 1) for g in range(3)}
-                                               for s in layout}
-    spec = {s: (lo, w, lg, nb, rules) for s, lo, w, lg, nb, rules in zip(
-        bounds["signal"], bounds["lo"], bounds["width"], bounds["log"], bounds["bins"], bounds["rules"])}
+        layout[s] = (edges, log_x, st, float(start), float(width), len(edges) - 1)
+    return layout
+
+
+def _value_sql(s: str, log_x: bool) -> str:
+    x = f"{ident(s)}::DOUBLE"
+    return f"log10(1 + greatest({x}, 0))" if log_x else x
+
+
+def _signal_counts_sql(t: RunTables, views, layout, signals, counts) -> None:
     for view, cols in views:
         present = [s for s in layout if is_numeric(cols.get(s))]
         if not present:
@@ -191,25 +189,110 @@ def signal_histograms(t: RunTables, signals: dict[str, list[str]], marks: dict[s
         where = t.kept_filter if view == "kept" else "true"
         parts = []
         for i, s in enumerate(present):
-            lo, w, lg, nb, rules = spec[s]
+            _, lg, _, lo, w, nb = layout[s]
             x = f"{ident(s)}::DOUBLE"
-            v = f"log10(1 + greatest({x}, 0))" if lg else x
-            b = f"least(greatest(floor(({v} - ({lo!r})) / ({w!r})), 0), {nb - 1})::BIGINT"
+            b = f"least(greatest(floor(({_value_sql(s, lg)} - ({_double(lo)})) / ({_double(w)})), 0), {nb - 1})::BIGINT"
             if view == "kept":
                 grp = "0"
             else:
-                listed = "[" + ", ".join(sql_str(r) for r in rules) + "]::VARCHAR[]"
+                listed = "[" + ", ".join(sql_str(r) for r in signals[s]) + "]::VARCHAR[]"
                 grp = f"CASE WHEN coalesce(list_contains({listed}, rule), false) THEN 1 ELSE 2 END"
             parts.append(f"SELECT {i} AS s, {grp} AS g, {b} AS k, count(*) AS n FROM {view} "
                          f"WHERE {where} AND isfinite({x}) GROUP BY ALL")
         for start in range(0, len(parts), 16):
             for i, g, k, n in t.con.execute(" UNION ALL ".join(parts[start:start + 16])).fetchall():
                 counts[present[i]][int(g)][int(k)] += int(n)
+
+
+def _fetch(t: RunTables, view: str, exprs: list[str], extra: str = "") -> pa.Table:
+    where = t.kept_filter if view == "kept" else "true"
+    cols = [f"{e} AS c{i}" for i, e in enumerate(exprs)] + ([extra] if extra else [])
+    return t.con.sql(f"SELECT {', '.join(cols)} FROM {view} WHERE {where}").to_arrow_table()
+
+
+def _finite(col) -> np.ndarray:
+    x = col.to_numpy(zero_copy_only=False) if col.null_count == 0 else col.fill_null(float("nan")).to_numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
+def _signal_histograms_in_memory(t: RunTables, views, names, signals, marks, bins) -> dict[str, Histogram]:
+    """:func:`signal_histograms` on tables of at most :data:`MEMORY_ROWS` rows: the same numbers (DuckDB casts
+    and takes the logarithms, numpy does the rest with the same operations), in one read per table instead
+    of dozens of queries (0.02 s instead of 2.2 s on sample_data's 1,686 documents)."""
+    values: dict[str, list[tuple[str, np.ndarray, np.ndarray | None]]] = {}
+    stats: dict[str, dict] = {s: {"n": 0, "lo": None, "hi": None, "q_lo": None, "q_hi": None} for s in names}
+    for view, cols in views:
+        present = [s for s in names if is_numeric(cols.get(s))]
+        if not present:
+            continue
+        tab = _fetch(t, view, [f"{ident(s)}::DOUBLE" for s in present], "rule" if view == "removed" else "")
+        rule = tab.column("rule").combine_chunks() if view == "removed" else None
+        for i, s in enumerate(present):
+            x = _finite(tab.column(i).combine_chunks())
+            fin = np.isfinite(x)
+            f = np.sort(x[fin])
+            n = len(f)
+            q = [f[max(0, math.ceil(n * p) - 1)].item() for p in (0.005, 0.995)] if n else None
+            _merge_stats(stats[s], n, f[0].item() if n else None, f[-1].item() if n else None, q)
+            values.setdefault(s, []).append((view, fin, rule))
+    layout = _layout(stats, views, signals, marks, bins)
     out = {}
-    for s, (edges, log_x, st) in layout.items():
-        c = counts[s]
-        out[s] = Histogram(s, edges, c[0], c[1], c[2], log_x, st["lo"], st["hi"], st["n"])
-    return out
+    for view, cols in views:
+        present = [s for s in layout if is_numeric(cols.get(s))]
+        if not present:
+            continue
+        tab = _fetch(t, view, [_value_sql(s, layout[s][1]) for s in present])
+        for i, s in enumerate(present):
+            _, lg, _, lo, w, nb = layout[s]
+            v = _finite(tab.column(i).combine_chunks())
+            (_, fin, rule), = [e for e in values[s] if e[0] == view]
+            v = v[fin]
+            k = np.clip(np.floor((v - lo) / w), 0, nb - 1).astype(np.int64)
+            if view == "kept":
+                g = np.zeros(len(k), dtype=np.int64)
+            else:
+                hit = pc.fill_null(pc.is_in(rule, value_set=pa.array(signals[s], pa.string())), False)
+                g = np.where(hit.to_numpy(zero_copy_only=False)[fin], 1, 2)
+            c = np.bincount(g * nb + k, minlength=3 * nb).reshape(3, nb)
+            h = out.setdefault(s, [[0] * nb for _ in range(3)])
+            for j in range(3):
+                h[j] = [a + int(b) for a, b in zip(h[j], c[j])]
+    result = {}
+    for s, (edges, log_x, st, _, _, nb) in layout.items():
+        c = out.get(s, [[0] * nb for _ in range(3)])
+        result[s] = Histogram(s, edges, c[0], c[1], c[2], log_x, st["lo"], st["hi"], st["n"])
+    return result
+
+
+def signal_histograms(t: RunTables, signals: dict[str, list[str]], marks: dict[str, list[float]],
+                      bins: int = HIST_BINS, in_memory: bool | None = None) -> dict[str, Histogram]:
+    """Per signal: counts per bin of kept documents, of documents removed by the signal's own rules
+    (``signals[signal]``) and of documents removed by other rules that had the signal computed.
+
+    Bounds: exact count, min and max, and the 0.5% and 99.5% quantiles (exact, ``quantile_disc``, so the page
+    is the same on every run) of a deterministic sample of at most ~200k rows per table (every k-th input
+    row); the axis spans those quantiles, widened to show the thresholds in ``marks`` when they are near.
+    Counts: exact, a small GROUP BY per signal, never one row per value.
+
+    ``in_memory`` (default: when each table has at most :data:`MEMORY_ROWS` rows): read the signals once and
+    count in numpy, with the same result."""
+    views = [(v, cols) for v, cols in (("kept", t.kept_cols), ("removed", t.removed_cols))]
+    names = [s for s in signals if any(is_numeric(cols.get(s)) for _, cols in views)]
+    if not names:
+        return {}
+    if in_memory is None:
+        in_memory = all(t.con.execute(f"SELECT count(*) FROM {v}").fetchall()[0][0] <= MEMORY_ROWS
+                        for v, _ in views)
+    if in_memory:
+        return _signal_histograms_in_memory(t, views, names, signals, marks, bins)
+    stats = _signal_stats_sql(t, views, names)
+    layout = _layout(stats, views, signals, marks, bins)
+    if not layout:
+        return {}
+    counts: dict[str, dict[int, list[int]]] = {s: {g: [0] * layout[s][5] for g in range(3)} for s in layout}
+    _signal_counts_sql(t, views, layout, signals, counts)
+    return {s: Histogram(s, edges, counts[s][0], counts[s][1], counts[s][2], log_x, st["lo"], st["hi"], st["n"])
+            for s, (edges, log_x, st, _, _, _) in layout.items()}
 
 
 def quality_by_source(t: RunTables, bins: int = 20) -> dict:

@@ -1,0 +1,74 @@
+"""The report's signal histograms: exact counts on hand-written tables, and the in-memory path (numpy, for
+small runs) equal to the SQL path (DuckDB, for any size) on hand-written tables and on a real run."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dataclean.report.queries import RunTables, signal_histograms
+from dataclean.report.sections import BASE_COLUMNS
+
+
+def _run_folder(root, kept: dict, removed: dict):
+    (root / "data").mkdir(parents=True)
+    (root / "rejected").mkdir()
+    pq.write_table(pa.table(kept), root / "data" / "part-00000.parquet")
+    pq.write_table(pa.table(removed), root / "rejected" / "part-00000.parquet")
+    return RunTables(str(root))
+
+
+@pytest.fixture
+def tables(tmp_path):
+    kept = {"id": ["a", "b", "c", "d", "e"], "text": ["x"] * 5,
+            "words": pa.array([3, 4, 4, 5, None], pa.int64()),
+            "ratio": [0.1, 0.2, float("nan"), 0.4, 0.5],
+            "chars": [10.0, 100.0, 5000.0, 20000.0, 0.0]}
+    removed = {"id": ["f", "g", "h"], "text": ["y"] * 3, "stage": ["gopher", "c4", "gopher"],
+               "rule": ["min_words", "lines", None],
+               "words": pa.array([1, 2, 9], pa.int64()), "ratio": [0.9, float("inf"), 0.15],
+               "chars": [3.0, 7.0, 123456.0]}
+    t = _run_folder(tmp_path / "run", kept, removed)
+    yield t
+    t.close()
+
+
+@pytest.mark.parametrize("in_memory", [False, True])
+def test_exact_counts_on_hand_written_tables(tables, in_memory):
+    h = signal_histograms(tables, {"words": ["min_words"], "ratio": [], "chars": []}, {"words": [2]},
+                          bins=4, in_memory=in_memory)
+    w = h["words"]  # integers 1..9 span more than 4 bins: 4 equal bins of [1 - 2%, 9 + 2%]
+    assert (w.n, w.lo_value, w.hi_value, w.log_x) == (7, 1.0, 9.0, False)
+    assert w.edges == [0.84, 2.92, 5.0, 7.08, 9.16]
+    assert w.kept == [0, 3, 1, 0]  # 3, 4, 4 | 5 (None not counted)
+    assert w.removed_by_rule == [1, 0, 0, 0]  # 1 by min_words
+    assert w.removed_other == [1, 0, 0, 1]  # 2 by c4, 9 by an unnamed rule
+    r = h["ratio"]  # NaN and inf are not counted
+    assert (r.n, r.lo_value, r.hi_value) == (6, 0.1, 0.9)
+    assert (sum(r.kept), sum(r.removed_by_rule), sum(r.removed_other)) == (4, 0, 2)
+    c = h["chars"]
+    assert c.log_x and c.n == 8
+    # log10(1 + x) from 0 to 1.02 x log10(123457) in 4 bins of 1.298: 0 and 10 in the first, 123456 in the last
+    assert c.kept == [2, 1, 1, 1]
+    assert c.removed_other == [2, 0, 0, 1]
+
+
+def test_both_paths_agree_on_a_real_run(sample_run):
+    t = RunTables(str(sample_run))
+    try:
+        cols = dict(t.removed_cols)
+        cols.update(t.kept_cols)
+        rules = sorted(r for (r,) in t.con.sql("SELECT DISTINCT rule FROM removed WHERE rule IS NOT NULL")
+                       .fetchall())
+        numeric = [c for c, typ in cols.items() if c not in BASE_COLUMNS and typ in ("DOUBLE", "BIGINT", "FLOAT",
+                                                                                     "INTEGER")]
+        assert len(numeric) > 50
+        signals = {c: rules[i % 3::3] for i, c in enumerate(numeric)}
+        marks = {c: [0.5] for c in numeric[::5]}
+        sql = signal_histograms(t, signals, marks, in_memory=False)
+        mem = signal_histograms(t, signals, marks, in_memory=True)
+        assert len(sql) > 50
+        assert sql == mem
+        assert signal_histograms(t, signals, marks) == mem  # a small run takes the in-memory path by itself
+    finally:
+        t.close()
