@@ -1,5 +1,7 @@
 import compileall
+import inspect
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +28,48 @@ def pytest_configure(config):
         return
     subprocess.run([sys.executable, "-c", "from dataclean.text import kernels; from dataclean.dedup import minhash; "
                     "kernels.warm_up(); minhash.warm_up()"], check=False, timeout=900)
+
+
+# -- markers: unit, e2e, slow ----------------------------------------------------------------------------------
+#: What makes a test end-to-end: it starts a process (the CLI, a pool, Ray) or a whole run in this one.
+_LAUNCH = re.compile(r"\brun_cli\(|\bsubprocess\.|\bPopen\(|\bdataclean\.run\(|\brunner\.run\(|\.invoke\(|"
+                     r"\bray\.init\(|\bProcessPoolExecutor\(|\bmultiprocessing\.|\b(?:Local|Ray)Executor\(")
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
+
+
+def _launches(fn, seen: set) -> bool:
+    """Does ``fn`` (a test, a fixture, a helper of a test module) start a process or a run, itself or through
+    the test modules' functions it calls?"""
+    fn = inspect.unwrap(fn)
+    if fn in seen or not callable(fn):
+        return False
+    seen.add(fn)
+    try:
+        src = inspect.getsource(fn)
+    except (OSError, TypeError):
+        return False
+    if _LAUNCH.search(src):
+        return True
+    module = sys.modules.get(getattr(fn, "__module__", ""))
+    names = vars(module) if module is not None else {}
+    return any(inspect.isfunction(f) and f.__module__.startswith(("tests", "conftest", "test_", "hostile"))
+               and _launches(f, seen) for f in (names.get(n) for n in set(_CALL.findall(src))) if f is not None)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test is ``e2e`` when it, one of its fixtures or a helper they call starts a process or a run,
+    else ``unit`` (``pytest -m unit``: the quick check while editing); ``slow`` ones are marked by hand."""
+    memo: dict = {}
+    for item in items:
+        fns = [getattr(item, "function", None)]
+        info = getattr(item, "_fixtureinfo", None)
+        for defs in (info.name2fixturedefs.values() if info else ()):
+            fns += [d.func for d in defs]
+        key = tuple(id(f) for f in fns)
+        if key not in memo:
+            seen: set = set()
+            memo[key] = any(f is not None and _launches(f, seen) for f in fns)
+        item.add_marker(pytest.mark.e2e if memo[key] or item.get_closest_marker("slow") else pytest.mark.unit)
 
 
 def with_kernels(value: str, fn):

@@ -139,6 +139,7 @@ def anchor_times(proc: subprocess.Popen, out: Path, started: float) -> dict[str,
         time.sleep(0.005)
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_then_rerun(corpus, reference, tmp_path):
     """SIGKILL the whole process group at RANDOM_KILLS random moments, then rerun each to completion.
 
@@ -179,6 +180,7 @@ def test_sigkill_at_random_moments_then_rerun(corpus, reference, tmp_path):
     assert sum(p == "finished" for _, _, p in seen) <= RANDOM_KILLS // 2, seen  # most kills hit a live run
 
 
+@pytest.mark.slow
 def test_sigkill_at_each_failpoint_in_turn_then_rerun(corpus, reference, tmp_path):
     """One output folder, killed at a failpoint of pass 1, then (resuming) in the global step, then in pass 2,
     then after the stats: each rerun resumes what the last one left, the last finishes like an uninterrupted
@@ -223,6 +225,7 @@ WRITE_FAILURES = [  # every task's file of that kind fails, so that no task can 
 ]
 
 
+@pytest.mark.slow
 def test_disk_full_injected_at_each_writer_then_rerun(corpus, reference, tmp_path):
     out = tmp_path / "out"
     for where, glob in WRITE_FAILURES:

@@ -374,6 +374,7 @@ def test_an_fsspec_filesystem_through_pyarrow(tmp_path):
     assert not fs.exists(f"{root}/corpus/web-en.parquet")
 
 
+@pytest.mark.slow
 def test_a_whole_run_from_s3_to_s3(s3, tmp_path, sample_run):
     """`dataclean run s3://…/sample -o s3://…/out --work-dir W`: the run works in W and publishes its products
     to the bucket, file for file the bytes of W; the records are the local run's (only origin_file, the input's

@@ -251,6 +251,7 @@ def test_the_local_executor_reruns_pass_tasks_whose_workers_were_killed(sample_r
     assert folder_bytes(out, *outputs) == folder_bytes(sample_run, *outputs)
 
 
+@pytest.mark.slow
 def test_a_run_whose_worker_always_dies_ends_with_one_line_and_resumes(sample_run, tmp_path):
     """The OOM killer taking the worker of one pass-1 task on every attempt: one line, exit 2, no traceback;
     the same command, once the worker survives, finishes with the output of the run nobody killed."""

@@ -279,6 +279,7 @@ def test_add_stages_puts_the_plugin_into_the_default_pipeline(tmp_path):
     assert kinds[:3] == ["normalize", "dataclean_hanspace:HanSpacing", "langid"] and len(kinds) > 10
 
 
+@pytest.mark.slow
 def test_ray_run_of_a_plugin_is_byte_identical_to_the_local_pool(tmp_path):
     """The same plug-in run on a local Ray cluster of 2 CPUs: Ray's workers import it too, and the output is the
     local pool's, byte for byte."""

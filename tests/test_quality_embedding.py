@@ -246,6 +246,7 @@ def test_scores_are_the_head_on_the_float16_embedding_and_do_not_depend_on_the_b
     assert np.allclose(together, 1 / (1 + np.exp(-logit)), rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_a_changed_embedder_is_refused_in_one_line(minilm_dir, tmp_path):
     copy = tmp_path / "minilm-copy"
     shutil.copytree(minilm_dir, copy)

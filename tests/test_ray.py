@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import yaml
 
 from conftest import SAMPLE, folder_bytes, run_cli
@@ -30,6 +31,7 @@ def assert_same_as_local(out, sample_run):
     assert check.returncode == 0, check.stdout + check.stderr
 
 
+@pytest.mark.slow
 def test_ray_run_is_byte_identical_to_the_local_executor(sample_run, tmp_path):
     out = tmp_path / "ray"
     proc = ray_run(out)
@@ -45,6 +47,7 @@ def test_ray_run_is_byte_identical_to_the_local_executor(sample_run, tmp_path):
     assert markers[0] == "global-cand-exact_dedup-00000.json"
 
 
+@pytest.mark.slow
 def test_ray_workers_killed_mid_task_are_retried(sample_run, tmp_path):
     """Four Ray workers die (SIGKILL of the worker process alone): in pass 1 after its shards are written, in a
     reduce task of the global step after its candidates are written, in a near-duplicate verification task
@@ -65,6 +68,7 @@ def test_ray_workers_killed_mid_task_are_retried(sample_run, tmp_path):
     assert_same_as_local(out, sample_run)
 
 
+@pytest.mark.slow
 def test_ray_driver_killed_in_the_global_step_then_rerun(sample_run, tmp_path):
     """The driver (with its local Ray cluster) is SIGKILLed in the middle of the global step's decisions; the same
     command run again resumes from the markers and gives the local executor's output."""
@@ -77,6 +81,7 @@ def test_ray_driver_killed_in_the_global_step_then_rerun(sample_run, tmp_path):
     assert_same_as_local(out, sample_run)
 
 
+@pytest.mark.slow
 def test_ray_driver_killed_during_pass_1_then_rerun(sample_run, tmp_path):
     """The driver's whole process group is SIGKILLed from outside as soon as the first pass-1 task is done (its
     marker appears); the rerun skips the finished tasks and gives the local executor's output."""

@@ -88,6 +88,7 @@ def test_a_killed_writers_temporary_files_are_removed_by_the_next_run(tmp_path):
     assert [p for p in left if p.exists()] == []
 
 
+@pytest.mark.slow
 def test_a_finished_run_missing_a_shard_is_run_again_to_the_same_bytes(tmp_path):
     out = tmp_path / "out"
     assert run_cli("run", SAMPLE, "-o", out, "--quiet").returncode == 0

@@ -119,6 +119,7 @@ def test_clusters_and_centroids_go_to_dedup(first_run):
     assert (fit["documents"], fit["n_clusters"], fit["removed"], fit["threshold"]) == (14, 2, 4, 0.85)
 
 
+@pytest.mark.slow
 def test_one_cluster_or_a_capped_cluster_gives_the_same_removals(tmp_path, minilm_dir):
     inputs = _inputs(tmp_path, shards=1)
     for params in ({"n_clusters": 1}, {"n_clusters": 1, "max_cluster_size": 4}):
@@ -140,6 +141,7 @@ def test_the_static_model_finds_the_same_pairs(static_run):
                                                           "zh-b2": 0.948}
 
 
+@pytest.mark.slow
 def test_output_is_byte_identical_for_any_worker_count(first_run):
     tmp, inputs, cfg, out1 = first_run
     out2 = tmp / "out-w2"
@@ -148,6 +150,7 @@ def test_output_is_byte_identical_for_any_worker_count(first_run):
     assert folder_bytes(out2, *OUTPUTS) == folder_bytes(out1, *OUTPUTS)
 
 
+@pytest.mark.slow
 def test_output_is_byte_identical_on_ray(static_run):
     tmp, inputs, cfg, out1 = static_run
     out = tmp / "out-ray"
