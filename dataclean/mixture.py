@@ -78,12 +78,6 @@ class Recipe:
     def target_tokens(self, src: MixSource) -> int:
         return int(round(src.weight * self.budget_tokens))
 
-    def classify(self, source: str | None, origin_file: str) -> str | None:
-        for src in self.sources:
-            if src.matches(source, origin_file):
-                return src.name
-        return None
-
 
 def _num(value, key: str, kind=float, minimum=None, strict=False):
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -50,7 +50,6 @@ LEDGER_FIELDS = [
     pa.field("text", pa.string()),
     pa.field("raw", pa.binary()),
 ]
-LEDGER_NAMES = [f.name for f in LEDGER_FIELDS]
 
 #: The field metadata of an input's extra column in data/ (after the signal columns; see docs/inputs.md): it
 #: tells a reader of data/ which columns came from the input as they were, not from a stage.
@@ -63,7 +62,3 @@ OUTPUT_DOC_NAMES = ["id", "text", "source", "lang", "url", "meta", "origin_file"
 def doc_key(file_index: int, row: int) -> int:
     """The run-unique key of a record: its input file's index and its row in that file."""
     return (file_index << 40) | row
-
-
-def empty_batch(schema: pa.Schema) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist([], schema=schema)

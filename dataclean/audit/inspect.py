@@ -604,10 +604,5 @@ def _plain(v):
     return v
 
 
-def inspect_error(exc: BaseException) -> str:
-    msg = str(exc).splitlines()
-    return msg[0] if msg else type(exc).__name__
-
-
 __all__ = ["Query", "InspectError", "inspect_documents", "is_unicode", "read_ids_file", "read_text_file",
            "percentile_of", "rare_script_share", "script_counts"]

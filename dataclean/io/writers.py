@@ -17,7 +17,6 @@ import os
 import re
 import secrets
 from contextlib import contextmanager
-from typing import Iterable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -323,10 +322,3 @@ class ShardWriter:
         self._done = []
         self._pending = []
         self._pending_rows = self._pending_bytes = 0
-
-
-def existing_shards(folder: str, prefix: str) -> Iterable[str]:
-    if not os.path.isdir(folder):
-        return []
-    return sorted(os.path.join(folder, f) for f in os.listdir(folder)
-                  if f.startswith(prefix + "-") and f.endswith(".parquet"))

@@ -37,7 +37,6 @@ MIXTURE_STATS_SCHEMA = pa.schema([
 #: A source whose achieved tokens stay below this share of its target (documents too large to fill the last
 #: part of the target) gets a warning.
 SHORT_WARNING = 0.99
-REPEATS_SCHEMA = pa.schema([("doc_key", pa.int64()), ("copies", pa.int64())])
 
 
 def _sql_str(s: str) -> str:
