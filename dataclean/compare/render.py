@@ -2,19 +2,16 @@
 n-grams, near-duplicates and candidate documents from where the distributions differ most.
 
 The page uses the run report's building blocks (:mod:`dataclean.report.page`: escaping, tables, sections,
-the page shell with its Content-Security-Policy; :mod:`dataclean.report.charts`: matplotlib to inline SVG),
-so it looks the same and loads nothing. Every value from the data goes through ``esc``; chart labels through
-``label`` (no mathtext).
+the page shell with its Content-Security-Policy; :mod:`dataclean.report.charts`: charts written as inline SVG),
+so it looks the same and loads nothing. Every value from the data goes through ``esc``; chart labels are also
+shortened by ``label``.
 """
 from __future__ import annotations
 
 import math
 
-import matplotlib
-from matplotlib import ticker
-from matplotlib.figure import Figure
-
-from dataclean.report.charts import RC, compact, grouped_bars, label, to_svg
+from dataclean.report.charts import grouped_bars, label, legend_row, svg_element, text
+from dataclean.report.svggrid import AXIS, compact, nice_ticks, pt
 from dataclean.report.page import Cell, esc, figure, note, num, page, pre, section, table
 
 __all__ = ["render_html"]
@@ -65,45 +62,58 @@ def _tick_labels(bins: dict) -> tuple[list[float], list[str]]:
     return pos, labels
 
 
+PANEL_W, PANEL_H = 187.0, 137.0  # points per feature panel
+LEFT, RIGHT, TOP, BOTTOM = 28.0, 8.0, 20.0, 16.0  # the plot area inside a panel
+
+
+def _panel(p: dict, x0: float, y0: float) -> str:
+    b = p["bins"]
+    rc, cc = b["reference"], b["candidate"]
+    rs = [c / max(sum(rc), 1) for c in rc]
+    cs = [c / max(sum(cc), 1) for c in cc]
+    k = max(len(rc), 1)
+    left, right, top, bottom = x0 + LEFT, x0 + PANEL_W - RIGHT, y0 + TOP, y0 + PANEL_H - BOTTOM
+    ymax = max([*rs, *cs, 1e-9]) * 1.05
+    yt = [t for t in nice_ticks(0, ymax, 3) if t <= ymax]
+
+    def x(i: float) -> float:
+        return left + i / k * (right - left)
+
+    def y(v: float) -> float:
+        return bottom - v / ymax * (bottom - top)
+
+    out = []
+    ref = "".join(f"M{pt(x(i))} {pt(bottom)}V{pt(y(v))}H{pt(x(i + 1))}V{pt(bottom)}Z" for i, v in enumerate(rs) if v)
+    if ref:
+        out.append(f'<path d="{ref}" style="fill: {REF_COLOUR}" fill-opacity="0.35"/>')
+    if cs:
+        steps = f"M{pt(x(0))} {pt(y(cs[0]))}" + "".join(
+            f"H{pt(x(i))}V{pt(y(v))}" for i, v in enumerate(cs) if i) + f"H{pt(x(len(cs)))}"
+        out.append(f'<path d="{steps}" fill="none" stroke="{CAND_COLOUR}" stroke-width="1.3"/>')
+    out.append(f'<path d="M{pt(left)} {pt(top)}V{pt(bottom)}H{pt(right)}" fill="none" stroke="{AXIS}" '
+               'stroke-width="0.8"/>')
+    pos, labels = _tick_labels(b)
+    ticks = "".join(f"M{pt(x(i))} {pt(bottom)}v2" for i in pos) + "".join(f"M{pt(left)} {pt(y(t))}h-2" for t in yt)
+    out.append(f'<path d="{ticks}" stroke="{AXIS}" stroke-width="0.8"/>')
+    out += [text(x(i), bottom + 9, s, "middle", ' font-size="6.5"') for i, s in zip(pos, labels)]
+    out += [text(left - 3, y(t) + 2.3, f"{100 * t:.0f}%", "end", ' font-size="6.5"') for t in yt]
+    colour = "#c62828" if p.get("failed") else "#1d1d1f"
+    out.append(text(left, top - 5, label(f"{p['name']}  JS {_fmt(p['js'], 2)}", 40), "start",
+                    f' font-size="7.5" font-family="monospace" fill="{colour}"'))
+    return "".join(out)
+
+
 def overlay_grid(key: str, panels: list[dict], ncols: int = 3) -> str:
     """One small panel per feature: the share of each side's documents per shared bin (quantile bins are
     drawn at equal width, so every bin is visible), reference and candidate overlaid as steps."""
-    with matplotlib.rc_context(RC):
-        n = max(len(panels), 1)
-        ncols = min(ncols, n)
-        nrows = math.ceil(n / ncols)
-        width, height = 2.6 * ncols, 1.9 * nrows + 0.35
-        fig = Figure(figsize=(width, height))
-        fig.subplots_adjust(left=0.4 / width, right=1 - 0.1 / width, bottom=0.3 / height,
-                            top=1 - 0.5 / height, wspace=0.3, hspace=0.6)
-        axes = fig.subplots(nrows, ncols, squeeze=False)
-        handles = {}
-        for i, p in enumerate(panels):
-            ax = axes[i // ncols][i % ncols]
-            b = p["bins"]
-            rc, cc = b["reference"], b["candidate"]
-            rs = [c / max(sum(rc), 1) for c in rc]
-            cs = [c / max(sum(cc), 1) for c in cc]
-            xs = list(range(len(rc) + 1))
-            h1 = ax.stairs(rs, xs, fill=True, color=REF_COLOUR, alpha=0.35, linewidth=0)
-            h2 = ax.stairs(cs, xs, color=CAND_COLOUR, linewidth=1.3)
-            handles.setdefault("reference", h1)
-            handles.setdefault("candidate", h2)
-            pos, labels = _tick_labels(b)
-            ax.set_xticks(pos, labels)
-            ax.set_xlim(0, len(rc))
-            ax.yaxis.set_major_locator(ticker.MaxNLocator(3))
-            ax.yaxis.set_major_formatter(ticker.PercentFormatter(1.0, decimals=0))
-            title = f"{p['name']}  JS {_fmt(p['js'], 2)}"
-            ax.set_title(label(title, 40), fontsize=7.5, loc="left", family="monospace",
-                         color="#c62828" if p.get("failed") else "#1d1d1f")
-            ax.tick_params(length=2, pad=1.5, labelsize=6.5)
-            ax.grid(False)
-        for j in range(len(panels), nrows * ncols):
-            axes[j // ncols][j % ncols].set_visible(False)
-        fig.legend(list(handles.values()), list(handles), loc="upper center", ncols=2,
-                   bbox_to_anchor=(0.5, 1 - 0.04 / height))
-        return to_svg(fig, key)
+    n = max(len(panels), 1)
+    ncols = max(1, min(ncols, n))
+    nrows = math.ceil(n / ncols)
+    width = PANEL_W * ncols
+    items, top = legend_row([("reference", REF_COLOUR, "faint"), ("candidate", CAND_COLOUR, "-")],
+                            width / 2 - 70, 12, width)
+    body = items + [_panel(p, (i % ncols) * PANEL_W, top + (i // ncols) * PANEL_H) for i, p in enumerate(panels)]
+    return svg_element(key, width, top + PANEL_H * nrows, body)
 
 
 def _gates_section(r: dict) -> str:

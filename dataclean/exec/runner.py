@@ -582,7 +582,7 @@ def _write_report(output: str) -> None:
         write_report(output)
     except ReportError as exc:
         _say(f"warning: no report.html: {exc}")
-    except ImportError as exc:  # (the charts' matplotlib, imported when the report is drawn)
+    except ImportError as exc:  # (a broken install: a module the report imports when it is drawn)
         _say(f"warning: no report.html: {exc} (install it, then run `dataclean report {output}`)")
 
 

@@ -1,7 +1,7 @@
 """``report.html``: one self-contained page that explains a finished run, readable offline.
 
 It reads only the files of the output folder (``manifest.json``, ``stats/``, ``dedup/``, ``data/`` and
-``rejected/`` through DuckDB) and writes one HTML file with inline SVG charts (matplotlib), no script, and a
+``rejected/`` through DuckDB) and writes one HTML file with inline SVG charts (written directly), no script, and a
 Content-Security-Policy that lets nothing load. Sections: the run, the funnel, removals by stage and rule,
 sources × languages, every signal's histogram with its thresholds, quality scores per source,
 deduplication, C4's rewrites before and after, the mixture (when the run had one), a few removed documents per

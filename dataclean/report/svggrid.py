@@ -1,10 +1,8 @@
 """The signal histograms of the report, written as SVG directly.
 
-Why not matplotlib here: a grid of small stacked histograms is rectangles, a few tick labels and some
-threshold lines, and matplotlib spends ~15 ms creating each axes and ~70 ms drawing it (ticks are objects).
-Measured on the sample_data report (106 panels in 11 grids): 9.4 s with matplotlib, 0.03 s written here,
-which was most of the report's time and a third of the test suite's. The other charts (a few per page) stay
-in :mod:`dataclean.report.charts`.
+A grid of small stacked histograms is rectangles, a few tick labels and some threshold lines; the other
+charts are in :mod:`dataclean.report.charts`, which draws them with the helpers here (docs/report.md has the
+measurements behind writing SVG directly).
 
 The output is deterministic (same panels, same bytes), holds no ids, and every text from the data passes
 through :func:`dataclean.report.page.esc`.
@@ -24,7 +22,7 @@ AXIS = "#444444"
 DASH = {"-": "", "--": ' stroke-dasharray="4 2"', ":": ' stroke-dasharray="1 2"', "-.": ' stroke-dasharray="4 2 1 2"'}
 
 
-def _f(v: float) -> str:
+def pt(v: float) -> str:
     """A coordinate to 0.1 pt, without a trailing .0."""
     s = f"{v:.1f}"
     return s[:-2] if s.endswith(".0") else ("0" if s == "-0.0" else s)
@@ -120,26 +118,26 @@ class _Panel:
                     continue
                 xa, xb = self.x(edges[k]), self.x(edges[k + 1])
                 ya, yb = self.y(lower[k]), self.y(upper[k])
-                d.append(f"M{_f(xa)} {_f(ya)}H{_f(xb)}V{_f(yb)}H{_f(xa)}Z")
+                d.append(f"M{pt(xa)} {pt(ya)}H{pt(xb)}V{pt(yb)}H{pt(xa)}Z")
             if d:
                 used.setdefault(name, ("box", colour))
                 out.append(f'<path d="{"".join(d)}" fill="{colour}"/>')
         # axes: the left and bottom spines, ticks and labels
-        out.append(f'<path d="M{_f(self.left)} {_f(self.top)}V{_f(self.bottom)}H{_f(self.right)}" fill="none" '
+        out.append(f'<path d="M{pt(self.left)} {pt(self.top)}V{pt(self.bottom)}H{pt(self.right)}" fill="none" '
                    f'stroke="{AXIS}" stroke-width="0.8"/>')
         ticks, labels = [], []
         xt = symlog_ticks(edges[0], edges[-1]) if self.log_x else nice_ticks(edges[0], edges[-1])
         for v in xt:
             x = self.x(v)
-            ticks.append(f"M{_f(x)} {_f(self.bottom)}v2")
-            labels.append(f'<text x="{_f(x)}" y="{_f(self.bottom + 9.5)}" text-anchor="middle">{esc(compact(v))}'
+            ticks.append(f"M{pt(x)} {pt(self.bottom)}v2")
+            labels.append(f'<text x="{pt(x)}" y="{pt(self.bottom + 9.5)}" text-anchor="middle">{esc(compact(v))}'
                           "</text>")
         powers = list(range(0, int(math.floor(self.yhi)) + 1))
         step = math.ceil(len(powers) / 4)
         for k in powers[::step]:
             y = self.y(10 ** k)
-            ticks.append(f"M{_f(self.left)} {_f(y)}h-2")
-            labels.append(f'<text x="{_f(self.left - 3)}" y="{_f(y + 2.5)}" text-anchor="end">'
+            ticks.append(f"M{pt(self.left)} {pt(y)}h-2")
+            labels.append(f'<text x="{pt(self.left - 3)}" y="{pt(y + 2.5)}" text-anchor="end">'
                           f"{esc(compact(10 ** k))}</text>")
         if ticks:
             out.append(f'<path d="{"".join(ticks)}" stroke="{AXIS}" stroke-width="0.8"/>')
@@ -149,13 +147,13 @@ class _Panel:
             colour = THRESHOLD if style == "-" else THRESHOLD_LANG
             used.setdefault("threshold" if style == "-" else "threshold of some languages", ("line", colour, style))
             x = self.x(v)
-            out.append(f'<path d="M{_f(x)} {_f(self.top)}V{_f(self.bottom)}" stroke="{colour}" stroke-width="1.1"'
+            out.append(f'<path d="M{pt(x)} {pt(self.top)}V{pt(self.bottom)}" stroke="{colour}" stroke-width="1.1"'
                        f'{DASH.get(style, "")}/>')
             right = (x - self.left) > 0.6 * (self.right - self.left)
             tx = x - 2 if right else x + 2
-            out.append(f'<text x="{_f(tx)}" y="{_f(self.top + 7 + 8 * j)}" font-size="6" fill="{colour}" '
+            out.append(f'<text x="{pt(tx)}" y="{pt(self.top + 7 + 8 * j)}" font-size="6" fill="{colour}" '
                        f'text-anchor="{"end" if right else "start"}">{esc(short(text, 18))}</text>')
-        out.append(f'<text x="{_f(self.left)}" y="{_f(self.top - 4)}" font-size="7.5" font-family="monospace">'
+        out.append(f'<text x="{pt(self.left)}" y="{pt(self.top - 4)}" font-size="7.5" font-family="monospace">'
                    f'{esc(short(p["title"], 34))}</text>')
         return "".join(out)
 
@@ -182,13 +180,13 @@ def signal_grid(key: str, panels: list[dict], ncols: int = 3) -> str:
     for name in names:
         kind = used[name]
         if kind[0] == "box":
-            legend.append(f'<rect x="{_f(x)}" y="7" width="10" height="7" fill="{kind[1]}"/>')
+            legend.append(f'<rect x="{pt(x)}" y="7" width="10" height="7" fill="{kind[1]}"/>')
         else:
-            legend.append(f'<path d="M{_f(x)} 10.5h12" stroke="{kind[1]}" stroke-width="1.1"{DASH.get(kind[2], "")}/>')
-        legend.append(f'<text x="{_f(x + 14)}" y="13.5">{esc(name)}</text>')
+            legend.append(f'<path d="M{pt(x)} 10.5h12" stroke="{kind[1]}" stroke-width="1.1"{DASH.get(kind[2], "")}/>')
+        legend.append(f'<text x="{pt(x + 14)}" y="13.5">{esc(name)}</text>')
         x += 14 + 4.3 * len(name) + 12
     scale = max(width, x)
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-chart="{esc(key)}" '
-            f'viewBox="0 0 {_f(scale)} {_f(height)}" style="max-width:{_f(scale * 1.3)}pt" '
+            f'viewBox="0 0 {pt(scale)} {pt(height)}" style="max-width:{pt(scale * 1.3)}pt" '
             f'font-family="sans-serif" font-size="7">'
             + '<g font-size="7.5">' + "".join(legend) + "</g>" + "".join(body) + "</svg>")
