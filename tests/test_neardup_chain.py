@@ -341,19 +341,21 @@ def test_shingle_sets_in_threads_equal_one_thread():
     assert one[1][-2] == one[1][-1]  # (the empty text: no shingle)
 
 
-def test_one_task_runs_in_the_pool_once_it_is_up():
-    """A single task runs in the driver while no pool exists (no fork for one task), and in the pool once it
-    is up (its workers have the kernels loaded; the driver would import numba for it)."""
+def test_one_task_runs_in_the_pool_even_before_it_is_up():
+    """With workers > 1, even a single task runs in a pool process (its workers load the kernels; the driver
+    never imports numba for it), and a later one reuses that pool; with workers=1 it runs in the driver."""
     from dataclean.exec.local import LocalExecutor
 
     ex = LocalExecutor(workers=2)
     try:
-        assert ex.map(_pid, [0]) == [os.getpid()]
+        first = ex.map(_pid, [0])[0]
+        assert first != os.getpid() and first in set(ex._processes)
         workers = set(ex.map(_pid, [0, 1]))
         assert os.getpid() not in workers
         assert ex.map(_pid, [0])[0] in set(ex._processes)
     finally:
         ex.close()
+    assert LocalExecutor(workers=1).map(_pid, [0]) == [os.getpid()]
 
 
 def _pid(_):
