@@ -813,7 +813,7 @@ def estimate_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- LSH bands
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=64)  # (~40 ms a call; the driver validates and builds the stage more than once)
 def optimal_bands(threshold: float = 0.8, num_perm: int = 128, false_positive_weight: float = 0.5,
                   false_negative_weight: float = 0.5) -> tuple[int, int]:
     """``(bands, rows)`` with ``bands * rows <= num_perm`` minimizing ``fp_weight * FP + fn_weight * FN``,
