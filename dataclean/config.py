@@ -177,8 +177,19 @@ def resolve_config(user: dict | str | os.PathLike | None = None, overrides: dict
     cfg = place_decontaminate(place_extract(cfg))
     for prefix, stage, params in _merge_patches(stage_patches):
         cfg = patch_stage(cfg, stage, params, prefix)
-    validate(cfg)
+    key = config_hash(cfg)
+    if key not in _VALIDATED:  # (a resolved config resolves to itself: the CLI's, again in run())
+        validate(cfg)
+        _VALIDATED[key] = None
+        while len(_VALIDATED) > 16:
+            del _VALIDATED[next(iter(_VALIDATED))]
     return cfg
+
+
+#: The hashes of the configs :func:`validate` passed in this process, oldest first (at most 16): validating
+#: builds every stage (loads the language-ID model and the word lists, ~0.3 s), and the CLI's resolved config
+#: is resolved again by :func:`dataclean.run`.
+_VALIDATED: dict[str, None] = {}
 
 
 def _merge_patches(patches: list) -> list:
