@@ -6,6 +6,10 @@ import os
 import sys
 from typing import NoReturn
 
+try:  # (imported now: out of memory, loading its extension module can fail, and the error line needs it)
+    import resource
+except ImportError:  # (Windows)
+    resource = None
 
 import click
 
@@ -79,11 +83,11 @@ def _is_out_of_memory(exc: BaseException) -> bool:
 
 def _memory_limit() -> str:
     """`` (address space limit 1.5 GiB)`` when the process runs under ``ulimit -v``, else ``""``."""
+    if resource is None:  # (Windows)
+        return ""
     try:
-        import resource
-
         soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-    except (ImportError, OSError, ValueError):  # (no resource module: Windows)
+    except (OSError, ValueError):
         return ""
     return "" if soft == resource.RLIM_INFINITY else f"; address space limit {soft / 2 ** 30:.1f} GiB"
 
