@@ -229,12 +229,12 @@ def add_stages(cfg: dict, added: Any) -> dict:
         anchor = before if before is not None else after
         names = _stage_names(pipeline)
         if anchor is None:
-            from dataclean.stages import find_stage
+            from dataclean.stages import is_global_kind
 
             kinds = [s.get("stage") if isinstance(s, dict) else None for s in pipeline]
-            is_global = [bool(getattr(find_stage(k), "is_global", False)) for k in kinds]
+            is_global = [is_global_kind(k) for k in kinds]
             at = next((i for i, g in enumerate(is_global) if g), len(kinds))
-            if getattr(find_stage(entry["stage"]), "is_global", False):  # a dedup step joins the others
+            if is_global_kind(entry["stage"]):  # a dedup step joins the others
                 dedups = [i for i, k in enumerate(kinds) if is_global[i] and str(k).endswith("_dedup")]
                 at = dedups[-1] + 1 if dedups else at
         elif str(anchor) in names:
@@ -462,14 +462,14 @@ def place_decontaminate(cfg: dict) -> dict:
             if not spec.get("benchmarks"):
                 spec.update({k: v for k, v in entry.items() if k not in spec or k == "benchmarks"})
         return cfg
-    from dataclean.stages import find_stage
+    from dataclean.stages import is_global_kind
     names = [s.get("name") or s.get("stage") for s in cfg["pipeline"] if isinstance(s, dict)]
     before = section.get("before")
     if before in names:
         at = names.index(before)
     else:
         kinds = [s.get("stage") for s in cfg["pipeline"] if isinstance(s, dict)]
-        at = next((i for i, k in enumerate(kinds) if getattr(find_stage(k), "is_global", False)), len(kinds))
+        at = next((i for i, k in enumerate(kinds) if is_global_kind(k)), len(kinds))
     cfg["pipeline"].insert(at, entry)
     return cfg
 

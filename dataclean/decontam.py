@@ -46,7 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dataclean.audit.tables import sql_list
+from dataclean.sql import sql_list
 from dataclean.dedup.minhash import shingle_hashes, shingle_text
 from dataclean.io.fs import files_in
 from dataclean.text.script_fold import fold_t2s

@@ -95,7 +95,7 @@ class Pipeline:
 
     @property
     def global_stages(self) -> list[Stage]:
-        return [s for s in self.stages if getattr(s, "is_global", False)]
+        return [s for s in self.stages if s.is_global]
 
     # -- processing ---------------------------------------------------------------------------------------
     def process(self, batch: pa.RecordBatch) -> BatchOutcome:
@@ -172,7 +172,7 @@ def _applies(stage: Stage, batch: pa.RecordBatch) -> np.ndarray | None:
 
 def apply_stage(stage: Stage, batch: pa.RecordBatch) -> StageResult:
     """Run ``stage`` on the rows it applies to; the other rows pass through with null signals."""
-    if getattr(stage, "is_global", False) and not stage.signal_fields:
+    if stage.is_global and not stage.signal_fields:
         return stage(batch)  # (a global stage without pass-1 columns reads its scope in the global step)
     mask = _applies(stage, batch)
     if mask is None:

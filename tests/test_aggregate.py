@@ -2,7 +2,6 @@
 corpus's, and the exact rank cut-off found from score buckets equals a full sort."""
 import math
 import os
-from types import SimpleNamespace
 
 import numpy as np
 import pyarrow as pa
@@ -10,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dataclean.exec import aggregate
+from dataclean.exec.global_step import GlobalContext
 from dataclean.exec.layout import Layout
 
 
@@ -49,7 +49,7 @@ def corpus(tmp_path):
         rows.append(t.filter(pa.array([i % 11 != 5 for i in range(n)])))
     removed_path = str(tmp_path / "removed.parquet")
     pq.write_table(pa.table({"doc_key": sorted(removed)}), removed_path, row_group_size=64)
-    ctx = SimpleNamespace(lay=lay, tasks=[0, 1, 2], executor=None, removed_path=removed_path)
+    ctx = GlobalContext(None, {}, lay, set(), {}, tasks=[0, 1, 2], executor=None, removed_path=removed_path)
     return ctx, pa.concat_tables(rows)
 
 

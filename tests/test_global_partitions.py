@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from conftest import REPO, SAMPLE, folder_bytes, run_cli
+from dataclean.dedup import keys as dedup_keys
 from dataclean.exec import shuffle
 from dataclean.exec.layout import Layout
 from dataclean.stages.dedup_minhash import MinHashDedup
@@ -63,8 +64,8 @@ def test_reduce_task_keeps_keys_seen_twice_across_tasks(tmp_path):
 
 def test_fixed_binary_key_reads_the_first_eight_bytes_little_endian():
     col = pa.array([bytes(range(16)), b"\xff" * 8 + b"\x00" * 8], pa.binary(16))
-    assert shuffle.fixed_binary_key(col).tolist() == [0x0706050403020100, 0xFFFFFFFFFFFFFFFF]
-    assert shuffle.fixed_binary_key(col.slice(1)).tolist() == [0xFFFFFFFFFFFFFFFF]
+    assert dedup_keys.fixed_binary_key(col).tolist() == [0x0706050403020100, 0xFFFFFFFFFFFFFFFF]
+    assert dedup_keys.fixed_binary_key(col.slice(1)).tolist() == [0xFFFFFFFFFFFFFFFF]
 
 
 def test_minhash_band_rows_number_bands_per_document_and_skip_documents_without_signature():
@@ -173,8 +174,12 @@ def test_a_reduce_task_killed_midway_redoes_only_the_kinds_without_a_marker(tmp_
         os.remove(lay.marker(name))
     before = (out / "_work/global/cand/exact_dedup/part-00006.parquet").stat().st_mtime_ns
 
-    class Other:
+    class Other:  # (an executor like Ray's: one reduce task per partition)
+        name, workers = "other", 4
         specs: list = []
+
+        def reduce_tasks(self, jobs):
+            return jobs
 
         def map(self, fn, specs, on_done=None):
             self.specs.extend(specs)

@@ -384,12 +384,12 @@ def test_kernels_map_every_ascii_byte_as_the_fallback_does():
 
 @needs_numba
 def test_kernel_xxh3_64_equals_xxhash_at_every_length_path():
-    k = mh._mh_kernels()
+    k = mh.mh_kernels()
     rng = np.random.default_rng(7)
     lengths = np.r_[np.arange(0, 260), [500, 1023, 1024, 1025, 2048, 4000]]
     data = rng.integers(0, 256, int(lengths.sum()), dtype=np.uint8)
     offsets = np.r_[0, np.cumsum(lengths)].astype(np.int64)
-    got = k.xxh3_64_many(data, offsets, mh._SECRET)
+    got = k.xxh3_64_many(data, offsets, mh.SECRET_U8)
     assert got.tolist() == [xxhash.xxh3_64_intdigest(data[offsets[i]:offsets[i + 1]].tobytes())
                             for i in range(len(lengths))]
 
@@ -426,7 +426,7 @@ def test_kernels_equal_the_fallback_on_any_unicode(texts):
 @needs_numba
 def test_kernel_unique_sets_equal_numpy_unique():
     # insertion sort below 48 values, radix sort above (passes skipped when a byte is the same everywhere)
-    k = mh._mh_kernels()
+    k = mh.mh_kernels()
     rng = np.random.default_rng(5)
     lengths = np.array([0, 1, 2, 47, 48, 49, 300, 5, 1000, 64])
     values = rng.integers(0, 2**32, int(lengths.sum()), dtype=np.uint64).astype(np.uint32)

@@ -204,8 +204,8 @@ def test_prefix_tokens_hold_every_pair_that_reaches_the_threshold():
         s[rng.integers(0, len(s), size=rng.integers(0, 6))] = rng.integers(0, 90, size=1)
         sets.append(np.unique(s[: rng.integers(15, 26)]).astype(np.uint32))
     if NUMBA:
-        from dataclean.dedup.minhash import _mh_kernels
-        k = _mh_kernels()
+        from dataclean.dedup.minhash import mh_kernels
+        k = mh_kernels()
         values = np.concatenate(sets).astype(np.uint32)
         offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
     for t in (0.5, 2 / 3, 0.75, 0.8, 0.9, 1.0):
@@ -234,8 +234,8 @@ def test_prefix_tokens_hold_every_pair_that_reaches_the_threshold():
 @pytest.mark.skipif(not NUMBA, reason="the compiled kernels need numba")
 def test_early_exit_jaccard_and_sliced_index_match_the_plain_kernels():
     from dataclean.dedup import _minhash_numba as kn
-    from dataclean.dedup.minhash import _mh_kernels, in_slices
-    k = _mh_kernels()
+    from dataclean.dedup.minhash import mh_kernels, in_slices
+    k = mh_kernels()
     rng = np.random.default_rng(11)
     # exact boundaries: 4 of 5 (0.8), 2 of 3, equal sets, two empty sets, one empty set
     sets = [np.array([1, 2, 3, 4], np.uint32), np.array([1, 2, 3, 4, 5], np.uint32),

@@ -122,7 +122,7 @@ def test_kernel_counts_equal_the_arrow_counts():
     if not with_kernels("1", mh.kernels_enabled):
         pytest.skip("numba is not installed")
     texts = pa.array(TEXTS, pa.string())
-    k = with_kernels("1", mh._mh_kernels)
+    k = with_kernels("1", mh.mh_kernels)
     for mode in (k.MODE_SHINGLE, k.MODE_CONTENT_KEY):
         folded, counts = with_kernels("1", lambda: mh._map_text_kernel(texts, mode, mode == k.MODE_SHINGLE, True))
         plain, _ = with_kernels("1", lambda: mh._map_text_kernel(texts, mode, mode == k.MODE_SHINGLE, False))

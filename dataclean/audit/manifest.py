@@ -8,6 +8,7 @@ import time
 
 from dataclean.config import config_hash
 from dataclean.exec.layout import Layout
+from dataclean.fingerprint import rules_digest
 from dataclean.io.writers import write_json_atomic
 
 PACKAGES = ("dataclean", "pyarrow", "duckdb", "numpy", "xxhash", "zstandard", "datasketch", "fasttext-predict",
@@ -22,11 +23,6 @@ def versions() -> dict:
         except importlib.metadata.PackageNotFoundError:
             out[name] = None
     return out
-
-
-def rules_digest() -> str:
-    from dataclean.exec.runner import rules_digest as digest
-    return digest()
 
 
 #: The folders of a run's products whose files the manifest lists with their sizes.

@@ -27,6 +27,7 @@ import os
 import duckdb
 
 from dataclean.io.fs import files_in
+from dataclean.sql import ident, sql_list, sql_string  # noqa: F401 (re-exported: the audit's own helpers)
 
 EMPTY_COLUMNS = {
     "kept": "id VARCHAR, text VARCHAR, source VARCHAR, lang VARCHAR, origin_file VARCHAR, origin_row BIGINT, "
@@ -65,19 +66,6 @@ def table_files(out: str, view: str) -> list[str]:
         return shard_files(out, view)
     path = os.path.join(out, FILES[view])
     return [path] if os.path.isfile(path) else []
-
-
-def sql_list(paths: list[str]) -> str:
-    return "[" + ", ".join(sql_string(p) for p in paths) + "]"
-
-
-def ident(name: str) -> str:
-    """A column name as a quoted SQL identifier."""
-    return '"' + name.replace('"', '""') + '"'
-
-
-def sql_string(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
 
 
 def register_views(con: duckdb.DuckDBPyConnection, out: str, views=("kept", "removed"),

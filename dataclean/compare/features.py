@@ -45,7 +45,7 @@ def build_signal_stages(config: dict) -> list[Stage]:
     stages: list[Stage] = []
     for spec in config["pipeline"]:
         stage = build_stage(copy.deepcopy(spec))
-        if getattr(stage, "is_global", False):
+        if stage.is_global:
             continue
         stage.only_sources = None
         stage.skip_sources = ()

@@ -1,5 +1,5 @@
 """The numba functions behind the compiled paths of :mod:`dataclean.dedup.minhash` and
-:func:`dataclean.stages.dedup_exact.content_key_text` (imported only when numba is; see
+:func:`dataclean.dedup.keys.content_key_text` (imported only when numba is; see
 :func:`dataclean.dedup.minhash.kernels_enabled`).
 
 Each function works on plain numpy views of Arrow buffers (``offsets`` int64 of n + 1 entries, ``data`` uint8)

@@ -106,7 +106,7 @@ import xxhash
 
 from dataclean.text import kernels as _text_kernels
 from dataclean.text import script_fold
-from dataclean.text.tokenize import HAN, HIRAGANA, KATAKANA
+from dataclean.text.chars import HAN, HIRAGANA, KATAKANA
 
 __all__ = [
     "DEFAULT_SCHEME", "MAX_HASH", "SCHEMES", "band_hashes", "estimate_jaccard", "optimal_bands",
@@ -148,7 +148,8 @@ XXH3_SECRET = bytes.fromhex(
     "b8084674f743248ee03590e6813a264c3c2852bb91c300cb88d0658b1b532ea371644897a20df94e3819ef46a9deacd8"
     "a8fa763fe39c343ff9dcbbc7c70b4f1d8a51e04bcdb45931c89f7ec9d9787364eac5ac8334d3ebc3c581a0fffa1363eb"
     "170ddd51b7f0da49d316552629d4689e2b16be587d47a1fc8ff8b8d17ad031ce45cb3a8f95160428afd7fbcabb4b407e")
-_SECRET = np.frombuffer(XXH3_SECRET, np.uint8)
+#: The same secret as a uint8 array, the form the compiled kernels take it in.
+SECRET_U8 = np.frombuffer(XXH3_SECRET, np.uint8)
 
 _state: dict = {}  # "mod": dataclean.dedup._minhash_numba, or None when it cannot be used; "maps": tables
 
@@ -159,10 +160,12 @@ def kernels_enabled() -> bool:
     :func:`dataclean.text.kernels.enabled` (``DATACLEAN_KERNELS=0`` turns them off); same results either way."""
     if _text_kernels.switched_off():
         return False
-    return _mh_kernels() is not None
+    return mh_kernels() is not None
 
 
-def _mh_kernels():
+def mh_kernels():
+    """The compiled MinHash kernels module (``dataclean.dedup._minhash_numba``), loaded once per process, or None
+    when numba is missing or the kernels are switched off."""
     return _text_kernels.once(_state, "mod", _load_kernels)
 
 
@@ -201,7 +204,7 @@ def shingle_sets(texts: pa.Array | pa.ChunkedArray, word_ngram: int = 5, char_ng
     of a 48,713-document chain) spent 1.8 s here in one thread."""
     if not kernels_enabled():
         return None
-    k = _mh_kernels()
+    k = mh_kernels()
     _char_maps()  # (loaded once, before the threads)
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
@@ -244,15 +247,13 @@ def warm_up() -> bool:
     Returns :func:`kernels_enabled`."""
     if not kernels_enabled():
         return False
-    from dataclean.stages.dedup_exact import content_hash
-
     texts = pa.array(["Hello, World! 2024 ＡＢ，", "中文 ﬀ é", "", "繁體中文"], pa.string())
     values, offsets = shingle_hashes(shingle_text(texts))
     shingle_text(texts, fold=script_fold.DEFAULT_FOLD)
     signatures(values, offsets)
-    content_hash(texts)
-    content_hash(texts, fold=script_fold.DEFAULT_FOLD)
-    k = _mh_kernels()
+    map_text_kernel(texts, content_key_mode())  # (exact dedup's content key, dataclean.dedup.keys)
+    map_text_kernel(texts, content_key_mode(), fold=script_fold.DEFAULT_FOLD)
+    k = mh_kernels()
     sets, set_offsets = k.unique_sets(values, offsets)
     k.jaccard_pairs(sets, set_offsets, np.array([0]), np.array([1]))
     k.jaccard_one(sets, set_offsets, 0, 1)
@@ -262,7 +263,7 @@ def warm_up() -> bool:
 def _load_kernels():
     def load():
         from dataclean.dedup import _minhash_numba as k
-        k.xxh3_64_many(_SECRET, np.zeros(1, np.int64), _SECRET)  # compile, or load from the disk cache
+        k.xxh3_64_many(SECRET_U8, np.zeros(1, np.int64), SECRET_U8)  # compile, or load from the disk cache
         _char_maps()  # (raises when this Arrow's kernels break an assumption of the tables)
         return k
     return _text_kernels.load_compiled(load, "compiled MinHash kernels", "numpy")
@@ -300,7 +301,7 @@ def _char_maps() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 def _build_char_maps() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every code point run through the same Arrow kernels as :func:`shingle_text` and
-    ``dedup_exact.content_key_text``: ``utf8_lower`` (one code point to one code point, checked), the regex
+    ``dedup.keys.content_key_text``: ``utf8_lower`` (one code point to one code point, checked), the regex
     classes those chains use (bits of ``_minhash_numba``), and NFKC (:func:`_nfkc_tables`), so the kernels and
     the chains agree on every code point whatever the Unicode versions of utf8proc, RE2 and Python."""
     from dataclean.dedup import _minhash_numba as k
@@ -380,12 +381,12 @@ def _nfkc_tables(chars: pa.Array, cps: np.ndarray, classes: np.ndarray) -> tuple
     return offsets, pool
 
 
-_buffers = _text_kernels._string_buffers  # (int64 offsets, zero-copy data) of a string array
+_buffers = _text_kernels.string_buffers  # (int64 offsets, zero-copy data) of a string array
 
 
 def content_key_mode() -> int:
-    """The :func:`map_text_kernel` mode of ``dedup_exact.content_key_text`` (kernels enabled)."""
-    return _mh_kernels().MODE_CONTENT_KEY
+    """The :func:`map_text_kernel` mode of :func:`dataclean.dedup.keys.content_key_text` (kernels enabled)."""
+    return mh_kernels().MODE_CONTENT_KEY
 
 
 def map_text_kernel(texts: pa.Array, mode: int, nfkc: bool = False, fold: str = "off") -> pa.Array | None:
@@ -415,7 +416,7 @@ def map_text_kernel(texts: pa.Array, mode: int, nfkc: bool = False, fold: str = 
 
 def _map_text_kernel(texts: pa.Array, mode: int, nfkc: bool, fold: bool) -> tuple[pa.Array, np.ndarray] | None:
     """(mapped texts, counts of :func:`_minhash_numba.map_text`, shape (n, 2), when ``fold``) or None."""
-    k = _mh_kernels()
+    k = mh_kernels()
     lower, classes, nfkc_off, nfkc_pool = _char_maps()
     if fold:
         fold_table, script = script_fold.t2s_table(), script_fold.script_table()
@@ -466,7 +467,7 @@ def shingle_text(texts: pa.Array | pa.ChunkedArray, fold: str = "off") -> pa.Arr
         texts = texts.combine_chunks()
     t = pc.fill_null(texts.cast(pa.string()), "")
     if kernels_enabled():
-        mapped = map_text_kernel(t, _mh_kernels().MODE_SHINGLE, nfkc=True, fold=fold)
+        mapped = map_text_kernel(t, mh_kernels().MODE_SHINGLE, nfkc=True, fold=fold)
         if mapped is not None:
             return mapped
     return script_fold.fold_scripts(_shingle_chain(t), fold)
@@ -531,7 +532,7 @@ def shingle_hash_single(text: str, word_ngram: int = 5, char_ngram: int = 5) -> 
 # ---------------------------------------------------------------- shingles: vectorized
 
 
-def _hash_distinct(values: list) -> np.ndarray:
+def hash_distinct(values: list) -> np.ndarray:
     """xxh3_64 (seed 0) of each UTF-8 ``bytes`` value, as uint64."""
     digest = xxhash.xxh3_64_intdigest
     return np.fromiter((digest(v, TOKEN_SEED) for v in values), dtype=np.uint64, count=len(values))
@@ -549,7 +550,7 @@ def _word_tokens(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     if len(words) == 0:
         return np.zeros(0, np.uint64), counts
     enc = pc.dictionary_encode(words)
-    token = _hash_distinct(enc.dictionary.cast(pa.binary()).to_pylist())
+    token = hash_distinct(enc.dictionary.cast(pa.binary()).to_pylist())
     return token[enc.indices.to_numpy()], counts
 
 
@@ -574,7 +575,7 @@ def _cjk_tokens(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         key = np.where(more, (key << np.uint32(8)) | nxt, key)
     enc = pc.dictionary_encode(pa.array(key, pa.uint32()))
     distinct = enc.dictionary.to_pylist()
-    token = _hash_distinct([k.to_bytes((k.bit_length() + 7) // 8, "big") for k in distinct])
+    token = hash_distinct([k.to_bytes((k.bit_length() + 7) // 8, "big") for k in distinct])
     return token[enc.indices.to_numpy()], counts
 
 
@@ -647,9 +648,9 @@ def shingle_hashes(texts: pa.Array | pa.ChunkedArray, word_ngram: int = 5,
     texts = pc.fill_null(texts.cast(pa.string()), "")
     n_docs = len(texts)
     if kernels_enabled():
-        k = _mh_kernels()
+        k = mh_kernels()
         offsets, data = _buffers(texts)
-        w_tok, w_count, c_tok, c_count = k.token_hashes(data, offsets, _char_maps()[1], _SECRET)
+        w_tok, w_count, c_tok, c_count = k.token_hashes(data, offsets, _char_maps()[1], SECRET_U8)
         if not (len(w_count) and w_count[0] < 0):  # (invalid UTF-8: the Arrow path decides what it is)
             stream = k.stream_shingles64 if wide else k.stream_shingles
             return stream(w_tok, w_count, c_tok, c_count, word_ngram, char_ngram)
@@ -766,7 +767,7 @@ def signatures(values: np.ndarray, offsets: np.ndarray, num_perm: int = 128, see
             raise ValueError("values must be 32-bit hashes")
         values = values.astype(np.uint32)
     if scheme == "affine32" and kernels_enabled():
-        return _mh_kernels().signatures_affine32(values, offsets, a, b).astype(np.uint64)
+        return mh_kernels().signatures_affine32(values, offsets, a, b).astype(np.uint64)
     n_docs = len(offsets) - 1
     out = np.full((n_docs, num_perm), MAX_HASH, dtype=np.uint64)
     total = len(values)

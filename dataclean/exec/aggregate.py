@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dataclean.audit.tables import sql_string
+from dataclean.sql import sql_string
 from dataclean.exec.layout import Layout
 from dataclean.io.writers import tmp_name
 from dataclean.io.fs import files_in
@@ -162,8 +162,7 @@ def run_map(ctx, kind: str, group: str, value: str | None = None, params: dict |
     The removals so far (the ``removals`` table of the driver's DuckDB connection) are written once per stage
     to ``_work/global/removed-<stage>.parquet`` by :func:`removals_so_far`."""
     specs = [MapSpec(t, ctx.lay.root, kind, group, value, ctx.removed_path, dict(params or {})) for t in ctx.tasks]
-    ex = ctx.executor
-    results = ex.map(map_task, specs) if ex is not None else [map_task(s) for s in specs]
+    results = ctx.map(map_task, specs)
     results = [r for r in results if r.num_rows]
     if not results:
         return map_task_empty(kind)

@@ -20,21 +20,21 @@ import time
 import duckdb
 import pyarrow.parquet as pq
 from dataclasses import dataclass, field
+from typing import Callable
 
-from dataclean.audit.tables import sql_list, sql_string
+from dataclean.sql import sql_list, sql_string
 from dataclean.exec import aggregate, shuffle
-from dataclean.exec.failpoints import failpoint
+from dataclean.failpoints import failpoint
 from dataclean.exec.layout import Layout
-from dataclean.exec.local import LocalExecutor
+from dataclean.exec.base import Executor
 from dataclean.io.writers import tmp_name, write_json_atomic
-
-REMOVAL_COLUMNS = "doc_key, stage, rule, reason, value, threshold, detail, dup_of"
-
+from dataclean.pipeline import build_stage
 
 @dataclass
 class GlobalContext:
-    """What a global stage sees: the DuckDB connection (a ``removals`` table, the ``docs`` view of pass-1
-    survivors with the columns it asked for), the resolved config, the output layout."""
+    """What a global stage (:class:`~dataclean.stages.base.GlobalStage`) sees: the DuckDB connection (a
+    ``removals`` table, the ``docs`` view of pass-1 survivors with the columns it asked for), the resolved
+    config, the output layout, and the only way it reaches the executor: :meth:`map` and :attr:`workers`."""
 
     con: duckdb.DuckDBPyConnection
     cfg: dict
@@ -42,8 +42,20 @@ class GlobalContext:
     columns: set[str]
     candidates: dict[str, str]  # shuffle kind -> DuckDB view of its candidate rows still alive
     tasks: list[int] = field(default_factory=list)  # the pass-1 tasks, for per-task map tasks (exec/aggregate.py)
-    executor: object = None  # runs the map tasks; None: in this process
+    executor: Executor | None = None  # runs the map tasks; None: in this process
     removed_path: str | None = None  # the removals so far (doc_key, sorted), written before a stage that maps
+    source: str = "alive"  # the view global_removals reads: the candidates still alive when the stage shuffles
+    #: Rebuilds a stage from its recipe entry in a task's process (a task spec carries it: the stages do not
+    #: import the pipeline that builds them).
+    build_stage: Callable[[dict], object] = build_stage
+
+    @property
+    def workers(self) -> int:
+        return max(1, int(self.executor.workers)) if self.executor is not None else 1
+
+    def map(self, fn: Callable, specs: list) -> list:
+        """``fn(spec)`` for every spec, through the executor (in this process without one), in order."""
+        return self.executor.map(fn, specs) if self.executor is not None else [fn(spec) for spec in specs]
 
 
 def connect(cfg: dict, lay: Layout) -> duckdb.DuckDBPyConnection:
@@ -57,17 +69,16 @@ def shuffle_kinds(pipeline) -> dict[str, tuple[str, object]]:
     """kind -> (reduce SQL, stage or None for ids) of every key-grouped decision of ``pipeline``."""
     kinds = {"ids": (shuffle.ID_REDUCE, None)}
     for stage in pipeline.global_stages:
-        if hasattr(stage, "shuffle_rows"):
+        if stage.shuffles:
             kinds[stage.name] = (stage.shuffle_reduce, stage)
     return kinds
 
 
-def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: list[int], executor,
+def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: list[int], executor: Executor | None,
                      on_done=None) -> list[dict]:
-    """Reduce every partition of every kind whose marker is missing, through ``executor``. A local pool gets as
-    many tasks as it has workers (partitions dealt round-robin: the fewest DuckDB connections to open), this
-    process one task, any other executor (Ray, whose worker count may change and which reruns a failed task
-    whole) one task per partition. One result per partition and kind."""
+    """Reduce every partition of every kind whose marker is missing, through ``executor``, in as many tasks as
+    :meth:`~dataclean.exec.base.Executor.reduce_tasks` says (in this process: one). One result per partition
+    and kind."""
     jobs = []
     for p in range(int(cfg["global"]["partitions"])):
         todo = []
@@ -78,12 +89,7 @@ def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: 
             jobs.append((p, tuple(todo)))
     if not jobs:
         return []
-    if executor is None:
-        n = 1
-    elif isinstance(executor, LocalExecutor):
-        n = min(len(jobs), executor.workers)
-    else:
-        n = len(jobs)
+    n = 1 if executor is None else executor.reduce_tasks(len(jobs))
     shuffle.clear_spill_folders(lay.root, cfg["global"]["temp_directory"])  # (a killed run's)
     specs = [shuffle.ReduceSpec(tuple(jobs[i::n]), lay.root, tuple(tasks), cfg["global"]["task_memory_limit"],
                                 fingerprint, cfg["global"]["temp_directory"]) for i in range(n)]
@@ -112,7 +118,7 @@ def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerpr
         needed = {"doc_key", "id", "origin_file", "origin_row"}
         for stage in pipeline.global_stages:
             needed.update(f.name for f in stage.signal_fields)
-            needed.update(getattr(stage, "global_columns", ()))
+            needed.update(stage.global_columns)
         needed &= available
         cols = ", ".join(sorted(needed))
         cand_views = {}
@@ -136,28 +142,23 @@ def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerpr
         for stage in pipeline.global_stages:
             con.execute("CREATE OR REPLACE TEMP VIEW alive AS SELECT * FROM docs "
                         "ANTI JOIN removals USING (doc_key)")
-            source = "alive"
+            ctx.source = "alive"
             if stage.name in cand_views:  # a key-grouped decision: its candidates still alive
                 con.execute(f"CREATE OR REPLACE TEMP VIEW alive_cand AS SELECT * FROM {cand_views[stage.name]} "
                             "ANTI JOIN removals USING (doc_key)")
                 ctx.candidates = {stage.name: "alive_cand"}
-                source = "alive_cand"
-            if hasattr(stage, "write_artifacts"):
-                stage.write_artifacts(con, source, lay.dedup)
+                ctx.source = "alive_cand"
+            stage.write_artifacts(con, ctx.source, lay.dedup)
             before = con.execute("SELECT count(*) FROM removals").fetchall()[0][0]
-            if getattr(stage, "uses_aggregates", False):  # its map tasks skip what earlier stages removed
+            if stage.uses_aggregates:  # its map tasks skip what earlier stages removed
                 ctx.removed_path = aggregate.removals_so_far(con, lay, stage.name)
-            if hasattr(stage, "global_decide"):  # decisions that need Python (clustering): inserts itself
-                stage.global_decide(ctx, "alive")
-            else:
-                con.execute(f"INSERT INTO removals SELECT {REMOVAL_COLUMNS} FROM ({stage.global_removals(con, source)})")
+            stage.global_decide(ctx, "alive")
             after = con.execute("SELECT count(*) FROM removals").fetchall()[0][0]
             counts[stage.name] = after - before
             failpoint("global-mid")
         con.execute("CREATE OR REPLACE TEMP VIEW final AS SELECT * FROM docs ANTI JOIN removals USING (doc_key)")
         for stage in pipeline.global_stages:
-            if hasattr(stage, "write_final_artifacts"):  # e.g. what a later run dedups against
-                stage.write_final_artifacts(ctx, "final")
+            stage.write_final_artifacts(ctx, "final")  # e.g. what a later run dedups against
     tmp = tmp_name(lay.removals)
     con.execute(f"COPY (SELECT * FROM removals ORDER BY doc_key) TO {sql_string(tmp)} "
                 f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 65536)")

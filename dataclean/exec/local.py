@@ -458,6 +458,10 @@ class LocalExecutor:
         self._processes = {}
         self._started.clear()
 
+    def reduce_tasks(self, jobs: int) -> int:
+        """One task per worker, the partitions dealt round-robin: the fewest DuckDB connections to open."""
+        return min(jobs, self.workers)
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)

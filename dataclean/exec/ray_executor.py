@@ -89,6 +89,10 @@ class RayExecutor:
             raise
         return results
 
+    def reduce_tasks(self, jobs: int) -> int:
+        """One task per partition: the cluster's worker count may change, and Ray reruns a failed task whole."""
+        return jobs
+
     def close(self) -> None:
         if self._owns and self._ray.is_initialized():
             self._ray.shutdown()

@@ -17,14 +17,15 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from dataclean.config import ConfigError, config_hash, resolve_config, rules_dir, validate
+from dataclean.config import ConfigError, config_hash, resolve_config, validate
 from dataclean.exec.errors import RunError  # noqa: F401  (the runner's public error)
-from dataclean.exec.failpoints import failpoint
+from dataclean.failpoints import failpoint
 from dataclean.exec.global_step import global_step
 from dataclean.exec.layout import OWNED_ENTRIES, Layout, load_marker
 from dataclean.exec.local import LocalExecutor, prestart
 from dataclean.exec.lock import LOCK_FILE, RunLock
 from dataclean.exec.shuffle import clear_candidates
+from dataclean.fingerprint import fingerprint
 from dataclean.exec.tasks import TaskSpec, extra_columns_plan, pass1_task, pass2_task, pipeline_for, remember_pipeline
 from dataclean.io import fs as iofs
 from dataclean.io.readers import discover_inputs
@@ -57,67 +58,6 @@ class RunSummary:
     @property
     def ok(self) -> bool:
         return self.verified and not self.failed_inputs
-
-
-def rules_digest() -> str:
-    """sha256 over the files of the rules folder (word lists, URL lists...), which configs refer to by path:
-    editing a list must invalidate a run's markers like editing a threshold does."""
-    h = hashlib.sha256()
-    root = rules_dir()
-    # recipes are read into the config (hashed there); compare gates do not touch a run
-    skip = {"mixtures", "compare"}
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.relative_to(root).parts[0] not in skip):
-        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-MODEL_KEYS = ("model_path", "tokenizer", "path", "model")  # (path: a decontaminate benchmark file; model: embed's folder)
-
-
-def model_files_digest(cfg) -> dict[str, str]:
-    """sha256 of every model file the config names (``model_path`` of langid / quality scorers,
-    ``tokens.tokenizer``) and of every embedding model folder (``model`` of ``embed``): replacing a model in
-    place must invalidate the markers like a config change."""
-    found: dict[str, str] = {}
-
-    def walk(node):
-        if isinstance(node, dict):
-            for k, v in node.items():
-                if k in MODEL_KEYS and isinstance(v, str) and os.path.isfile(v):
-                    h = hashlib.sha256()
-                    with open(v, "rb") as fh:
-                        for block in iter(lambda: fh.read(1 << 20), b""):
-                            h.update(block)
-                    found[os.path.abspath(v)] = h.hexdigest()
-                elif k == "model" and isinstance(v, str) and os.path.isdir(v):  # an embedding model's folder
-                    from dataclean.embed.models import folder_digest
-
-                    found[os.path.abspath(v)] = folder_digest(v)
-                else:
-                    walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-    walk(cfg)
-    return found
-
-
-def fingerprint(cfg: dict, inputs: list[str]) -> str:
-    """What a run's markers are valid for: the resolved config, the rules folder, the model files it names,
-    the source of its plug-in stages (an edited plug-in is a different run, not a resume with stale
-    decisions), the inputs (size, mtime), dataclean's version and file format."""
-    files = [(p, *iofs.stat(p)) for p in inputs]
-    from dataclean import __version__
-    from dataclean.exec import layout
-    from dataclean.stages import plugin_digest
-
-    blob = {"config": config_hash(cfg), "rules": rules_digest(), "models": model_files_digest(cfg),
-            "version": __version__, "format": layout.FILE_FORMAT, "inputs": files}
-    plugins = plugin_digest(cfg)
-    if plugins:  # (only then: the fingerprint of a run without plug-ins is what it was)
-        blob["plugins"] = plugins
-    blob = json.dumps(blob, sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()
 
 
 def _extract_rows(cfg: dict, files: list[str]) -> bool:
@@ -524,15 +464,15 @@ def _run_locked(cfg: dict, files: list[str], output: str, publish: str | None, f
     from dataclean.audit.verify import verify
 
     t0 = time.time()
-    stage_order = ["read"] + [s.name for s in pipe.stages if not getattr(s, "is_global", False)] + ["ids"] + \
+    stage_order = ["read"] + [s.name for s in pipe.stages if not s.is_global] + ["ids"] + \
         [s.name for s in pipe.global_stages]
     rewrites = {c: s.name for s in pipe.stages for c in getattr(s, "rewrite_columns", ())}
     write_stats(output, stage_order, [p1[i] for i in sorted(p1)], rewrites)
     failpoint("stats-written")
     timings["stats"] = round(time.time() - t0, 3)
     timings["total"] = round(time.time() - started, 3)
-    write_manifest(lay, cfg, fp, [p1[i] for i in sorted(p1)], timings, workers=getattr(ex, "workers", 1),
-                   executor=getattr(ex, "name", "local"))
+    write_manifest(lay, cfg, fp, [p1[i] for i in sorted(p1)], timings, workers=ex.workers,
+                   executor=ex.name)
     report = verify(output, full=False)  # the shards were just written and fsynced: their footers are enough
     if cfg["output"]["report"]:
         _write_report(output)

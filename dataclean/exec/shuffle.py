@@ -32,11 +32,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataclean.exec.failpoints import failpoint
-from dataclean.audit.tables import sql_list, sql_string
+from dataclean.dedup.keys import xxh3_64_of
+from dataclean.failpoints import failpoint
+from dataclean.sql import sql_list, sql_string
 from dataclean.exec.layout import Layout, load_marker
 from dataclean.io.fs import files_in
-from dataclean.io.writers import (WORK_CODEC, _injected_failure, _remove_quietly, atomic_write_table, tmp_name,
+from dataclean.io.writers import (WORK_CODEC, injected_failure, remove_quietly, atomic_write_table, tmp_name,
                                   write_errors, write_json_atomic)
 
 PARTITION = "partition"
@@ -56,31 +57,8 @@ def id_rows(batch: pa.RecordBatch) -> tuple[pa.Table, np.ndarray]:
     return pa.table({"id": ids, "doc_key": batch.column("doc_key"), "origin": origin}), xxh3_64_of(ids)
 
 
-def xxh3_64_of(strings: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """``xxhash.xxh3_64_intdigest`` of each value of a string array without nulls (uint64): with the compiled
-    MinHash kernels, their xxh3_64 over the Arrow buffer (~8 ms less per 21,500 ids than a Python loop)."""
-    from dataclean.dedup import minhash
-
-    if isinstance(strings, pa.ChunkedArray):
-        strings = strings.combine_chunks()
-    if minhash.kernels_enabled() and (pa.types.is_string(strings.type) or pa.types.is_large_string(strings.type)) \
-            and not strings.null_count:
-        from dataclean.text.kernels import _string_buffers
-
-        offsets, data = _string_buffers(strings)
-        return minhash._mh_kernels().xxh3_64_many(data, offsets, minhash._SECRET)
-    return minhash._hash_distinct(strings.cast(pa.binary()).to_pylist())
-
-
 ID_SCHEMA = pa.schema([("id", pa.string()), ("doc_key", pa.int64()), ("origin", pa.string())])
 ID_REDUCE = "SELECT r.* FROM rows r SEMI JOIN (SELECT id FROM rows GROUP BY id HAVING count(*) > 1) g USING (id)"
-
-
-def fixed_binary_key(column: pa.Array) -> np.ndarray:
-    """The first 8 bytes (little-endian uint64) of each value of a ``fixed_size_binary(>=8)`` column."""
-    from dataclean.text.kernels import fixed_binary_values
-
-    return fixed_binary_values(column, np.uint8)[:, :8].copy().view("<u8").reshape(-1).astype(np.uint64)
 
 
 # ------------------------------------------------------------------ writing (pass 1)
@@ -223,13 +201,13 @@ def _reduce_kind(con, lay: Layout, spec: ReduceSpec, partition: int, kind: str, 
         with write_errors(path):
             con.execute(f"CREATE OR REPLACE TEMP VIEW rows AS SELECT * EXCLUDE ({PARTITION}) "
                         f"FROM read_parquet({sql_list(files)}) WHERE {PARTITION} = {int(partition)}")
-            _injected_failure(path)
+            injected_failure(path)
             # (COPY answers with the number of rows it wrote)
             rows = con.execute(f"COPY ({sql} ORDER BY ALL) TO {sql_string(tmp)} "
                                "(FORMAT parquet, COMPRESSION zstd)").fetchall()[0][0]
             os.replace(tmp, path)
     except BaseException:
-        _remove_quietly(tmp)
+        remove_quietly(tmp)
         raise
     failpoint(f"reduce-{kind}-{partition}")  # candidates written, marker not yet
     result = {"kind": kind, "partition": partition, "rows": rows, "tasks": list(spec.tasks),

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from dataclean.config import config_hash
 from dataclean.exec import shuffle
-from dataclean.exec.failpoints import failpoint
+from dataclean.failpoints import failpoint
 from dataclean.exec.layout import Layout
 from dataclean.io import fs as iofs
 from dataclean.io.readers import (DEFAULT_MAX_RECORD_BYTES, EXTRA_JSON_KEY, ColumnMapping, InputFileError,
@@ -110,7 +110,7 @@ def pass1_task(spec: TaskSpec) -> dict:
     keyed = [(shuffle.id_rows, shuffle.ShuffleWriter(folder, "ids", shuffle.ID_SCHEMA, cfg["global"]["partitions"]))]
     keyed += [(stage.shuffle_rows, shuffle.ShuffleWriter(folder, stage.name, stage.shuffle_schema,
                                                          cfg["global"]["partitions"]))
-              for stage in pipe.global_stages if hasattr(stage, "shuffle_rows")]
+              for stage in pipe.global_stages if stage.shuffles]
     extras = _ExtraWriter(folder, set(pipe.survivor_schema().names) | set(pipe.output_schema().names), cfg)
     try:
         before = _stat_or_none(spec.input_path)  # what the manifest records: the file as it was when read
@@ -241,7 +241,7 @@ def pass2_task(spec: TaskSpec) -> dict:
     kept_writers = [(stage, {name: ShardWriter(os.path.join(lay.dedup, name), prefix, schema,
                                                max_rows=cfg["output"]["shard_max_rows"] * _rows_per_doc(stage, name))
                              for name, schema in stage.kept_schemas.items()})
-                    for stage in pipe.global_stages if hasattr(stage, "kept_rows")]
+                    for stage in pipe.global_stages if stage.kept_schemas]
     ledger_parts = []  # removals of the global step; pass 1's ledger files are linked, not rewritten
     repeats = None
     if os.path.exists(lay.repeats):  # a mixture recipe repeats some documents (extra epochs)
@@ -300,7 +300,7 @@ def pass2_task(spec: TaskSpec) -> dict:
 
 def _rows_per_doc(stage, name: str) -> int:
     """Rows per kept document in the stage's ``name`` artifact (MinHash bands: one per band; default 1)."""
-    return getattr(stage, "kept_rows_per_doc", {}).get(name, 1)
+    return stage.kept_rows_per_doc.get(name, 1)
 
 
 def _link_pass1_ledger(lay: Layout, task: int, prefix: str) -> int:

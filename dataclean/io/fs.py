@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import xxhash
 
-from dataclean.io.writers import _fsync_replace, _remove_quietly, tmp_name
+from dataclean.io.writers import fsync_replace, remove_quietly, tmp_name
 
 #: ``scheme://`` with a scheme of two characters or more: ``C://x`` is a Windows drive, not a URI.
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+)://([^/]*)(.*)$", re.DOTALL)
@@ -272,9 +272,9 @@ def _publish_local(local_path: str, dest: str) -> None:
     tmp = tmp_name(dest)
     try:
         shutil.copyfile(local_path, tmp)
-        _fsync_replace(tmp, dest)
+        fsync_replace(tmp, dest)
     except BaseException:
-        _remove_quietly(tmp)
+        remove_quietly(tmp)
         raise
 
 

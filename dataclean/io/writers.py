@@ -86,7 +86,7 @@ def write_error(path: str, exc: BaseException) -> WriteError:
     elif m := _DUCKDB_FILE.search(str(exc)):
         path, cause = m["path"], m["cause"].strip()
         if m2 := _TMP_NAME.fullmatch(os.path.basename(path)):
-            _remove_quietly(path)  # DuckDB's COPY target: half-written
+            remove_quietly(path)  # DuckDB's COPY target: half-written
             path = os.path.join(os.path.dirname(path), m2["name"])
     else:
         lines = str(exc).strip().splitlines()
@@ -118,9 +118,9 @@ def write_errors(path: str):
         raise
 
 
-def _injected_failure(path: str) -> None:
+def injected_failure(path: str) -> None:
     if "DATACLEAN_FAILPOINTS" in os.environ:  # tests only; imported late (dataclean.exec imports this module)
-        from dataclean.exec.failpoints import write_failpoint
+        from dataclean.failpoints import write_failpoint
         write_failpoint(path)
 
 
@@ -132,7 +132,7 @@ def tmp_name(path: str) -> str:
     return os.path.join(head, f".{tail}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
 
 
-def _fsync_replace(tmp: str, path: str) -> None:
+def fsync_replace(tmp: str, path: str) -> None:
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
     os.replace(tmp, path)
@@ -146,11 +146,11 @@ def _atomic_parquet(path: str, schema: pa.Schema, options: dict):
     try:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         with pq.ParquetWriter(tmp, schema, **options) as writer:
-            _injected_failure(path)
+            injected_failure(path)
             yield writer
-        _fsync_replace(tmp, path)
+        fsync_replace(tmp, path)
     except BaseException as exc:
-        _remove_quietly(tmp)
+        remove_quietly(tmp)
         if isinstance(exc, OSError):
             raise write_error(path, exc) from None
         raise
@@ -210,17 +210,17 @@ def write_text_atomic(text: str, path: str) -> None:
     try:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as fh:
-            _injected_failure(path)
+            injected_failure(path)
             fh.write(text)
-        _fsync_replace(tmp, path)
+        fsync_replace(tmp, path)
     except BaseException as exc:
-        _remove_quietly(tmp)
+        remove_quietly(tmp)
         if isinstance(exc, OSError):
             raise write_error(path, exc) from None
         raise
 
 
-def _remove_quietly(path: str) -> None:
+def remove_quietly(path: str) -> None:
     try:
         os.remove(path)
     except OSError:
@@ -279,7 +279,7 @@ class ShardWriter:
         self._done.append((tmp, final))  # listed first, so that abort() removes a half-written file too
         try:
             with pq.ParquetWriter(tmp, self.schema, **self._options) as writer:
-                _injected_failure(final)
+                injected_failure(final)
                 writer.write_table(table, row_group_size=self.row_group_rows)
         except OSError as exc:
             self.abort()
@@ -304,10 +304,10 @@ class ShardWriter:
         renamed: list[str] = []
         for tmp, final in self._done:
             try:
-                _fsync_replace(tmp, final)
+                fsync_replace(tmp, final)
             except BaseException as exc:
                 for path in renamed:
-                    _remove_quietly(path)
+                    remove_quietly(path)
                 self.abort()
                 if isinstance(exc, OSError):
                     raise write_error(final, exc) from None
@@ -318,7 +318,7 @@ class ShardWriter:
 
     def abort(self) -> None:
         for tmp, _ in self._done:
-            _remove_quietly(tmp)
+            remove_quietly(tmp)
         self._done = []
         self._pending = []
         self._pending_rows = self._pending_bytes = 0

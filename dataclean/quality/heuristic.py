@@ -73,7 +73,7 @@ from dataclean.stages.c4 import join_wrapped_lines
 from dataclean.stages.fineweb import sentence_end_pattern
 from dataclean.stages.gopher import CHINESE_STOP_WORDS, ENGLISH_STOP_WORDS, JAPANESE_STOP_WORDS
 from dataclean.text import batch_words, lines_batch
-from dataclean.text.tokenize import HAN, HIRAGANA, KATAKANA
+from dataclean.text.chars import HAN, HIRAGANA, KATAKANA
 
 #: Sentence stops that end a line (ASCII and full-width, the ellipsis); ":" "：" ";" do not end one.
 STOPS = ".!?。！？…．｡"

@@ -87,6 +87,12 @@ def find_stage(kind) -> type[Stage] | None:
         return None
 
 
+def is_global_kind(kind) -> bool:
+    """Whether a recipe entry's ``stage`` names a global stage (False where it names nothing valid)."""
+    cls = find_stage(kind)
+    return cls is not None and cls.is_global
+
+
 def is_plugin(cls: type) -> bool:
     """Is ``cls`` a stage from outside the dataclean package (a plug-in, or a class a library user put in
     ``REGISTRY``)?"""

@@ -113,6 +113,8 @@ class Stage:
     rewrite_columns: ClassVar[tuple[str, ...]] = ()
     #: The rules of this stage, for ``dataclean rules`` and the report.
     rule_specs: ClassVar[list[RuleSpec]] = []
+    #: True for a :class:`GlobalStage` (decides in the global step over the whole corpus).
+    is_global: ClassVar[bool] = False
     #: Which rows the stage applies to, by source kind (web, curated, code: :mod:`dataclean.sources`) and by
     #: source name or glob, set from the recipe entry; other rows pass through with null signals.
     only_kinds: list[str] | None = None
@@ -287,6 +289,77 @@ class Filter(Stage):
                    for code, ov in self.by_lang.items() if "threshold" in ov}
         thr = self.per_row(batch, "threshold", by_lang)
         return pc.if_else(pc.is_nan(thr), pa.scalar(None, pa.float64()), thr)
+
+
+#: The columns of the global step's ``removals`` table, in order (a global stage's removal rows).
+REMOVAL_COLUMNS = "doc_key, stage, rule, reason, value, threshold, detail, dup_of"
+
+
+class GlobalStage(Stage):
+    """A stage that decides over the whole corpus, in the global step between the two passes
+    (:mod:`dataclean.exec.global_step`). Its :meth:`apply` runs in pass 1 and adds the signals its decision
+    needs (a content hash, MinHash signatures, an embedding; or nothing); the global step then calls, in
+    order, for each global stage of the pipeline:
+
+    1. :meth:`write_artifacts` (``dedup/`` files made from the candidate rows);
+    2. :meth:`global_decide`, which inserts this stage's removals into the ``removals`` table; by default, the
+       rows of the SQL of :meth:`global_removals`;
+
+    and, after every stage has decided, :meth:`write_final_artifacts` on the view of the documents kept.
+
+    A decision that groups documents by a key (exact hashes, MinHash bands) declares a shuffle: pass 1 writes
+    :meth:`shuffle_rows` (schema ``shuffle_schema``) partitioned by key, reduce tasks keep the rows that
+    ``shuffle_reduce`` (SQL over a view ``rows``) selects, and the stage decides from those candidates only
+    (:mod:`dataclean.exec.shuffle`). A stage may also write per-document rows of the kept documents in pass 2
+    (:meth:`kept_rows`, e.g. MinHash bands for ``--dedup-against``)."""
+
+    is_global: ClassVar[bool] = True
+    #: Pass-1 columns the global step reads for this stage besides its ``signal_fields``.
+    global_columns: ClassVar[tuple[str, ...]] = ()
+    #: The schema of :meth:`shuffle_rows`; None: no shuffle (the stage reads the ``docs`` view).
+    shuffle_schema: ClassVar[pa.Schema | None] = None
+    #: SQL over a view ``rows`` of one partition's shuffle rows: the candidates to keep.
+    shuffle_reduce: ClassVar[str | None] = None
+    #: Whether the global step writes the removals so far (``ctx.removed_path``) before this stage decides,
+    #: for its map tasks to skip the documents removed already.
+    uses_aggregates: ClassVar[bool] = False
+    #: Schemas of the per-document artifacts of :meth:`kept_rows`, by ``dedup/`` folder name.
+    kept_schemas: dict[str, pa.Schema] = {}
+
+    @property
+    def shuffles(self) -> bool:
+        return self.shuffle_schema is not None
+
+    def shuffle_rows(self, batch: pa.RecordBatch) -> tuple[pa.Table, Any]:
+        """The key rows of one pass-1 batch and their uint64 keys (the partition is ``key % partitions``)."""
+        raise NotImplementedError(f"{type(self).__name__} declares no shuffle")
+
+    def write_artifacts(self, con, docs: str, folder: str) -> None:
+        """Write ``dedup/`` files from the view ``docs`` (candidate rows when the stage shuffles)."""
+
+    def global_removals(self, con, docs: str) -> str:
+        """SQL over the view ``docs`` giving this stage's removals, with the columns of the ledger: ``doc_key,
+        stage, rule, reason, value, threshold, detail, dup_of``."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither global_removals nor global_decide")
+
+    def global_decide(self, ctx, view: str) -> None:
+        """Insert this stage's removals into ``ctx.con``'s ``removals`` table. ``view``: the documents still
+        alive; ``ctx.source``: the view :meth:`global_removals` reads (the candidates still alive when the stage
+        shuffles). Stages whose decision needs Python (clustering) or tasks override this."""
+        ctx.con.execute(f"INSERT INTO removals SELECT {REMOVAL_COLUMNS} FROM ({self.global_removals(ctx.con, ctx.source)})")
+
+    def write_final_artifacts(self, ctx, view: str) -> None:
+        """Write what needs the final decisions (``view``: the documents kept), e.g. what a later run dedups
+        against."""
+
+    @property
+    def kept_rows_per_doc(self) -> dict[str, int]:
+        """Rows per kept document in each artifact of :meth:`kept_rows` (default 1)."""
+        return {}
+
+    def kept_rows(self, batch: pa.RecordBatch) -> dict[str, pa.Table]:
+        """Per-document artifact rows for the documents a pass-2 task keeps, by ``dedup/`` folder name."""
+        return {}
 
 
 def _bound(kind: str, key: str, value):

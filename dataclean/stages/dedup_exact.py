@@ -16,45 +16,19 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import xxhash
 
-from dataclean.dedup import minhash
+from dataclean.dedup.keys import content_hash, content_key_text, fixed_binary_key  # noqa: F401 (content_key_text: re-exported)
 from dataclean.io.writers import tmp_name
-from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
-from dataclean.text.script_fold import DEFAULT_FOLD, fold_mode, fold_scripts
+from dataclean.stages.base import GlobalStage, RuleSpec, StageResult, with_columns
+from dataclean.text.script_fold import DEFAULT_FOLD, fold_mode
 
 
-def content_key_text(text: pa.Array, fold: str = "off") -> pa.Array:
-    """The text exact dedup compares: lower case, runs of whitespace (RE2 ``\\s``: space, tab, newlines,
-    form feed) collapsed to one space, Unicode whitespace trimmed from both ends; then folded by
-    :func:`dataclean.text.script_fold.fold_scripts` with ``fold`` (``"phrases"``, ``"characters"`` or
-    ``"off"``). With numba, one compiled pass over the bytes gives the same text
-    (``dataclean.dedup._minhash_numba.map_text``, which folds on the way)."""
-    if isinstance(text, pa.ChunkedArray):
-        text = text.combine_chunks() if text.num_chunks else pa.array([], pa.string())
-    if minhash.kernels_enabled():
-        key = minhash.map_text_kernel(text, minhash.content_key_mode(), fold=fold)
-        if key is not None:
-            return key
-    key = pc.utf8_lower(text)
-    key = pc.replace_substring_regex(key, r"\s+", " ")
-    return fold_scripts(pc.utf8_trim_whitespace(key), fold)
-
-
-def content_hash(text: pa.Array, fold: str = "off") -> pa.Array:
-    """128-bit xxh3 of :func:`content_key_text` (folded as ``fold`` says), as ``fixed_size_binary(16)``."""
-    raw = content_key_text(text, fold).cast(pa.binary()).to_pylist()
-    digest = xxhash.xxh3_128_digest
-    return pa.array([digest(b) for b in raw], pa.binary(16))
-
-
-class ExactDedup(Stage):
+class ExactDedup(GlobalStage):
     """Pass 1 adds ``content_hash``; :meth:`global_removals` decides over the whole corpus."""
 
     kind = "exact_dedup"
-    is_global = True
     signal_fields = [pa.field("content_hash", pa.binary(16))]
     internal_columns = ("content_hash",)
     rule_specs = [RuleSpec("exact_duplicate", "content_hash", (), "flag",
@@ -75,9 +49,7 @@ class ExactDedup(Stage):
     shuffle_reduce = ("SELECT r.* FROM rows r SEMI JOIN (SELECT content_hash FROM rows GROUP BY content_hash "
                       "HAVING count(*) > 1) g USING (content_hash)")
 
-    def shuffle_rows(self, batch: pa.RecordBatch) -> tuple[pa.Table, "np.ndarray"]:
-        from dataclean.exec.shuffle import fixed_binary_key
-
+    def shuffle_rows(self, batch: pa.RecordBatch) -> tuple[pa.Table, np.ndarray]:
         rows = pa.table({name: batch.column(name) for name in self.shuffle_schema.names})
         return rows, fixed_binary_key(batch.column("content_hash"))
 

@@ -63,20 +63,20 @@ import json
 import os
 import shutil
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dataclean.audit.tables import sql_list
-from dataclean.dedup.minhash import (DEFAULT_SCHEME, _mh_kernels, band_hashes, in_slices, kernels_enabled,
+from dataclean.sql import sql_list
+from dataclean.dedup.minhash import (DEFAULT_SCHEME, mh_kernels, band_hashes, in_slices, kernels_enabled,
                                      kernels_loaded, optimal_bands, shingle_hashes, shingle_sets, shingle_text,
                                      sets_from_binary, signatures, task_threads)
 from dataclean.io.fs import files_in
 from dataclean.io.writers import WORK_CODEC, atomic_write_table, write_json_atomic
-from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
+from dataclean.stages.base import GlobalStage, RuleSpec, StageResult, with_columns
 from dataclean.text.script_fold import DEFAULT_FOLD, fold_mode
 from dataclean.text.kernels import fixed_binary_values
 
@@ -85,9 +85,8 @@ BANDS_DIR = "minhash_bands"  # dedup/minhash_bands/part-TTTTT-NNNNN.parquet: (id
 SIGS_DIR = "minhash_signatures"  # dedup/minhash_signatures/part-TTTTT-NNNNN.parquet: (id, sig)
 
 
-class MinHashDedup(Stage):
+class MinHashDedup(GlobalStage):
     kind = "minhash_dedup"
-    is_global = True
     signal_fields = [  # (with the widths of the default 128 permutations in 16 bands; per instance below)
         pa.field("minhash_shingles", pa.int64()),
         pa.field("minhash_sig", pa.binary(4 * 128)),  # num_perm little-endian uint32
@@ -256,7 +255,7 @@ class MinHashDedup(Stage):
         work = ctx.lay.p("_work", "global", f"nodes-{self.name}")
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
-        bounds = list(_chunks(comp, chunk_size(len(keys), self.chunk_nodes, getattr(ctx.executor, "workers", 1))))
+        bounds = list(_chunks(comp, chunk_size(len(keys), self.chunk_nodes, ctx.workers)))
         chunk = np.searchsorted(np.array([hi for _, hi in bounds], np.int64), comp)  # the chunk of each node
         nodes_file = os.path.join(work, "nodes.parquet")
         atomic_write_table(pa.table({"doc_key": pa.array(keys, pa.int64()), "comp": pa.array(comp, pa.int64()),
@@ -279,7 +278,7 @@ class MinHashDedup(Stage):
             # fewer tasks than workers: the idle workers' cores go to their threads). They shingle without script
             # folding: with fold_scripts the texts are gathered and the verification tasks shingle them.
             params["shingle_sets"] = [self.word_ngram, self.char_ngram]
-            params["threads"] = max(1, int(getattr(ctx.executor, "workers", 1) or 1) // max(1, len(ctx.tasks)))
+            params["threads"] = max(1, ctx.workers // max(1, len(ctx.tasks)))
         found = run_map(ctx, "gather", "doc_key", params=params)
         parts: dict[int, list[tuple[str, int]]] = {}
         for f, c, rg in zip(*(found.column(n).to_pylist() for n in ("file", "chunk", "row_group"))):
@@ -289,11 +288,11 @@ class MinHashDedup(Stage):
         if not bounds:
             return [], []
         # one component of a whole chain is one chunk: the idle workers' cores go to its threads
-        threads = max(1, int(getattr(ctx.executor, "workers", 1) or 1) // len(bounds))
+        threads = max(1, ctx.workers // len(bounds))
         specs = [VerifySpec(spec, n, lo, hi, tuple(sorted(parts.get(n, []))), edges_file,
-                            os.path.join(work, "chunks", f"{n:06d}"), threads) for n, (lo, hi) in enumerate(bounds)]
-        ex = ctx.executor
-        done = ex.map(verify_task, specs) if ex is not None else [verify_task(sp) for sp in specs]
+                            os.path.join(work, "chunks", f"{n:06d}"), threads, ctx.build_stage)
+                 for n, (lo, hi) in enumerate(bounds)]
+        done = ctx.map(verify_task, specs)
         return [d["removed"] for d in done], [d["clusters"] for d in done]
 
     def _decide_chunk(self, nodes: pa.Table, a: np.ndarray, b: np.ndarray) -> tuple[pa.Table, pa.Table]:
@@ -367,7 +366,7 @@ class MinHashDedup(Stage):
         else:
             compiled = shingle_sets(nodes.column("text"), self.word_ngram, self.char_ngram, threads, self.fold_scripts)
         if compiled is not None:
-            k = _mh_kernels()
+            k = mh_kernels()
             set_values, set_offsets = compiled
             del compiled
 
@@ -558,15 +557,14 @@ class VerifySpec:
     edges: str
     dest: str
     threads: int = 1  # for the shingling and the edges: more than 1 when there are fewer chunks than workers
+    build: Callable | None = None  # the context's build_stage: rebuilds the stage from stage_spec in the worker
 
 
 def verify_task(spec: VerifySpec) -> dict:
     """Verify the candidate edges of a chunk of components and cluster them (:meth:`MinHashDedup._decide_chunk`);
     write the removals and the clusters to ``spec.dest``-removed.parquet / -clusters.parquet."""
-    from dataclean.exec.failpoints import failpoint
-    from dataclean.pipeline import build_stage
-
-    stage = build_stage(spec.stage_spec)
+    from dataclean.failpoints import failpoint
+    stage = spec.build(spec.stage_spec)
     stage.verify_threads = task_threads(spec.threads)
     where = [("comp", ">=", spec.lo), ("comp", "<=", spec.hi)]
     # this chunk's row group of each gathered file (every chunk has candidates, so there is one at least)
@@ -649,7 +647,7 @@ def connected_components(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     # kernels, and 0.33 s through scipy, nearly all of it importing scipy. The numpy hooking below takes 0.009 s
     # on a shuffled 50,000-node path and 0.12 s on 800,000 random edges; same labels.
     if kernels_loaded() and kernels_enabled():
-        return _mh_kernels().components(int(n), u, v)
+        return mh_kernels().components(int(n), u, v)
     label = _hook_components(int(n), u, v)
     if label is not None:
         return label

@@ -44,17 +44,18 @@ import os
 import shutil
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dataclean.audit.tables import sql_list
+from dataclean.sql import sql_list
 from dataclean.dedup import semantic as sem
 from dataclean.embed.vectors import COLUMN, decode
 from dataclean.io.writers import WORK_CODEC, atomic_write_table, atomic_write_tables, write_json_atomic
-from dataclean.stages.base import RuleSpec, Stage, StageResult
+from dataclean.stages.base import GlobalStage, RuleSpec, Stage, StageResult
 
 KEEP_ORDERS = ("best", "hard", "easy", "random")
 RULE = "semantic_duplicate"
@@ -62,9 +63,8 @@ RULE = "semantic_duplicate"
 READ_ROWS = 16384
 
 
-class SemanticDedup(Stage):
+class SemanticDedup(GlobalStage):
     kind = "semantic_dedup"
-    is_global = True
     signal_fields: list = []
     global_columns = (COLUMN, "n_chars", "source", "lang", "quality_score")
     uses_aggregates = True  # the global step writes the removals so far for the tasks
@@ -115,7 +115,7 @@ class SemanticDedup(Stage):
     # -- the global step -----------------------------------------------------------------------------------
     def global_decide(self, ctx, view: str) -> None:
         if COLUMN not in ctx.columns:  # (the pass-1 files have no embeddings: the config check was bypassed)
-            from dataclean.config import ConfigError
+            from dataclean.rulesfolder import ConfigError
 
             raise ConfigError(self._needs_embed())
         _Run(self, ctx).decide()
@@ -156,6 +156,7 @@ class ScanSpec:
     centroids: str = ""  # (assign) the centroids file
     chunk_of: tuple[int, ...] = ()  # (assign) the chunk of each cluster
     threads: int = 1
+    build: Callable | None = None  # the context's build_stage: rebuilds the stage from stage_spec in the worker
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,7 @@ class ChunkSpec:
     marker: str
     key: str
     threads: int = 1
+    build: Callable | None = None  # as ScanSpec.build
 
 
 def _limit_threads(n: int):
@@ -214,7 +216,7 @@ def _alive_batches(spec: ScanSpec, stage: Stage):
     seeded id hashes): not removed by an earlier global stage, in the stage's scope, with a non-zero
     embedding."""
     from dataclean.exec.layout import Layout
-    from dataclean.exec.shuffle import xxh3_64_of
+    from dataclean.dedup.keys import xxh3_64_of
     from dataclean.io.fs import files_in
 
     lay = Layout(spec.out)
@@ -273,10 +275,8 @@ def _column_f16(column) -> np.ndarray:
 def sample_task(spec: ScanSpec) -> dict:
     """The ``sample_size`` documents of one pass-1 task with the smallest seeded id hashes (ties: doc_key),
     written sorted to ``spec.dest``; returns how many documents the task has to cluster and their width."""
-    from dataclean.exec.failpoints import failpoint
-    from dataclean.pipeline import build_stage
-
-    stage = build_stage(spec.stage_spec)
+    from dataclean.failpoints import failpoint
+    stage = spec.build(spec.stage_spec)
     size = stage.sample_size
     h = np.zeros(0, np.uint64)
     keys = np.zeros(0, np.int64)
@@ -307,10 +307,8 @@ def assign_task(spec: ScanSpec) -> dict:
     """Assign every document of one pass-1 task to its nearest centroid; write, per pass-1 file, its rows
     sorted by (chunk, cluster, doc_key) with one row group per chunk; return where each chunk's rows are and
     the documents per cluster."""
-    from dataclean.exec.failpoints import failpoint
-    from dataclean.pipeline import build_stage
-
-    stage = build_stage(spec.stage_spec)
+    from dataclean.failpoints import failpoint
+    stage = spec.build(spec.stage_spec)
     c16 = _column_f16(pq.read_table(spec.centroids).column("centroid"))
     chunk_of = np.asarray(spec.chunk_of, np.int64)
     sizes = np.zeros(len(c16), np.int64)
@@ -359,10 +357,8 @@ def keep_order(keep: str, ids: np.ndarray, q: np.ndarray, chars: np.ndarray, cos
 def chunk_task(spec: ChunkSpec) -> dict:
     """Deduplicate the clusters of one chunk: removals and member rows, written to ``spec.dest``-removed /
     -members.parquet."""
-    from dataclean.exec.failpoints import failpoint
-    from dataclean.pipeline import build_stage
-
-    stage = build_stage(spec.stage_spec)
+    from dataclean.failpoints import failpoint
+    stage = spec.build(spec.stage_spec)
     table = pa.concat_tables([pq.ParquetFile(f).read_row_group(rg) for f, rg in spec.rows]) if spec.rows else None
     removed, members = [], []
     if table is not None and table.num_rows:
@@ -471,7 +467,7 @@ class _Run:
         spec = next(sp for sp in ctx.cfg["pipeline"] if sp.get("name", sp["stage"]) == self.stage.name)
         self.spec = dict(spec, **self.stage.derived_params())
         self.work = ctx.lay.p("_work", "global", f"semantic-{self.stage.name}")
-        self.workers = max(1, int(getattr(ctx.executor, "workers", 1) or 1))
+        self.workers = ctx.workers
         self.base = _digest(self._base_parts())
         self.timings: dict[str, float] = {}  # seconds per step (for benchmarks; never written to the run)
         self._clock = time.perf_counter()
@@ -508,17 +504,16 @@ class _Run:
         return self.ctx.lay.marker(f"global-semantic-{self.stage.name}-{what}")
 
     def _map(self, fn, specs: list) -> list:
-        ex = self.ctx.executor
-        return ex.map(fn, specs) if ex is not None else [fn(s) for s in specs]
+        return self.ctx.map(fn, specs)
 
     def decide(self) -> None:
-        from dataclean.exec.failpoints import failpoint
+        from dataclean.failpoints import failpoint
 
         ctx, stage = self.ctx, self.stage
         os.makedirs(self.work, exist_ok=True)
         columns = ("n_chars", "lang") + (("quality_score",) if "quality_score" in ctx.columns else ())
         common = dict(out=ctx.lay.root, stage_spec=self.spec, sources=ctx.cfg.get("sources"),
-                      removed=ctx.removed_path, columns=columns)
+                      removed=ctx.removed_path, columns=columns, build=ctx.build_stage)
         # 1. sample
         results, todo = {}, []
         for t in ctx.tasks:
@@ -586,7 +581,8 @@ class _Run:
                 todo.append(ChunkSpec(self.spec, n, lo, hi, tuple(sorted(rows.get(n, []))),
                                       "quality_score" in ctx.columns,
                                       os.path.join(self.work, f"chunk-{n:05d}"), self._marker(f"chunk-{n:05d}"),
-                                      key, threads=max(1, self.workers // max(1, len(bounds)))))
+                                      key, threads=max(1, self.workers // max(1, len(bounds))),
+                                      build=ctx.build_stage))
         for r in self._map(chunk_task, todo):
             done[r["chunk"]] = r
         self._tick("dedup")
@@ -622,7 +618,7 @@ class _Run:
         return m
 
     def _write_outputs(self, c16: np.ndarray, sizes: np.ndarray, members: list[str], info: dict) -> None:
-        from dataclean.audit.tables import sql_string
+        from dataclean.sql import sql_string
 
         stage, ctx = self.stage, self.ctx
         folder = os.path.join(ctx.lay.dedup, stage.name)

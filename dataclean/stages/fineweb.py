@@ -82,7 +82,7 @@ import pyarrow.compute as pc
 from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, batch_text, with_columns
 from dataclean.stages.c4 import check_per_lang, count_words, join_wrapped_lines, lang_groups, lang_numbers
 from dataclean.text import lines_batch
-from dataclean.text.tokenize import HAN, HIRAGANA, KATAKANA
+from dataclean.text.chars import HAN, HIRAGANA, KATAKANA
 
 #: The code's marks (``stop_chars``): period, apostrophe, quote, exclamation and question marks.
 END_MARKS = ".'\"!?"

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from dataclean.io.writers import atomic_write_table, tmp_name, write_errors
 from dataclean.mixture import Recipe, parse_recipe
-from dataclean.stages.base import RuleSpec, Stage, StageResult, with_columns
+from dataclean.stages.base import GlobalStage, RuleSpec, StageResult, with_columns
 
 MIXTURE_STATS_SCHEMA = pa.schema([
     ("source", pa.string()), ("target_weight", pa.float64()), ("target_tokens", pa.int64()),
@@ -43,9 +43,8 @@ def _sql_str(s: str) -> str:
     return s.replace("'", "''")
 
 
-class Mixture(Stage):
+class Mixture(GlobalStage):
     kind = "mixture"
-    is_global = True
     signal_fields = [pa.field("mix_source", pa.string()), pa.field("mix_epoch", pa.int64())]
     global_columns = ("id", "n_tokens", "mix_source", "quality_score")
     rule_specs = [

@@ -51,9 +51,7 @@ import pyarrow.compute as pc
 
 from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, with_columns
 from dataclean.text import kernels
-
-CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x{200b}\x{200c}\x{200d}\x{2060}\x{feff}]"
-ODD_SPACE = r"[\x{00a0}\x{1680}\x{2000}-\x{200a}\x{202f}\x{205f}]"
+from dataclean.text.chars import CONTROL, ODD_SPACE
 
 # What a byte 0x80-0xBF (a UTF-8 continuation byte) reads as in Windows-1252 / Latin-1 and in Windows-1251.
 _CONT_1252 = "".join(sorted({bytes([b]).decode("latin-1") for b in range(0x80, 0xC0)}

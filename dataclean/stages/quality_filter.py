@@ -23,12 +23,11 @@ import os
 import pyarrow as pa
 
 from dataclean.io.writers import atomic_write_table
-from dataclean.stages.base import RuleSpec, Stage, StageResult
+from dataclean.stages.base import GlobalStage, RuleSpec, StageResult
 
 
-class QualityFilter(Stage):
+class QualityFilter(GlobalStage):
     kind = "quality_filter"
-    is_global = True
     signal_fields: list = []
     global_columns = ("source",)
     rule_specs = [

@@ -38,6 +38,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataclean.text.chars import CONTROL, HAN, HIRAGANA, KATAKANA, ODD_SPACE
+
 #: Environment variable: ``0`` / ``false`` / ``no`` / ``off`` disables the compiled kernels.
 ENV = "DATACLEAN_KERNELS"
 
@@ -178,7 +180,6 @@ def _cached_table(key: str, file_name: str, build) -> np.ndarray:
 
 def _char_table() -> np.ndarray:
     """The table of :func:`char_table`: every code point matched against the tokenizer's classes by RE2."""
-    from dataclean.text.tokenize import HAN, HIRAGANA, KATAKANA
     cps = np.concatenate([np.arange(0, 0xD800), np.arange(0xE000, 0x110000)]).astype(np.uint32)
     chars = _code_point_strings(cps)
 
@@ -203,8 +204,8 @@ def _char_table() -> np.ndarray:
 #: Bits of :func:`norm_table`: the Unicode normal forms that leave a character inert (a string of such characters
 #: is already in that form), and the classes of the normalize stage's regexes.
 NORM_INERT = {"NFC": 1, "NFD": 2, "NFKC": 4, "NFKD": 8}
-NORM_CONTROL = 16  # normalize.CONTROL
-NORM_ODD_SPACE = 32  # normalize.ODD_SPACE
+NORM_CONTROL = 16  # chars.CONTROL
+NORM_ODD_SPACE = 32  # chars.ODD_SPACE
 NORM_TRIM = 64  # whitespace for Arrow's utf8_trim_whitespace
 
 
@@ -214,7 +215,6 @@ def norm_table() -> np.ndarray:
     import hashlib
     import unicodedata
 
-    from dataclean.stages.normalize import CONTROL, ODD_SPACE
     rules = hashlib.sha256(f"{CONTROL}\0{ODD_SPACE}\0{NORM_INERT}".encode()).hexdigest()[:12]
     return _cached_table("norm", f"normtable-v1-{rules}-pyarrow-{pa.__version__}-ucd-{unicodedata.unidata_version}"
                                  ".npy", _norm_table)
@@ -230,7 +230,6 @@ def _norm_table() -> np.ndarray:
     classes are read from Arrow's RE2, like :func:`char_table`'s."""
     import unicodedata
 
-    from dataclean.stages.normalize import CONTROL, ODD_SPACE
     cps = np.concatenate([np.arange(0, 0xD800), np.arange(0xE000, 0x110000)]).astype(np.uint32)
     chars = _code_point_strings(cps)
     bits = np.zeros(len(cps), np.uint8)
@@ -279,7 +278,7 @@ def _code_point_strings(cps: np.ndarray) -> pa.Array:
 
 # -- helpers over Arrow buffers -----------------------------------------------------------------------------
 
-def _string_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def string_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(offsets as int64, n + 1, into the whole data buffer; data as uint8, a zero-copy view) of a ``string`` or
     ``large_string`` array without nulls (a chunked one is combined first)."""
     if isinstance(arr, pa.ChunkedArray):
@@ -318,7 +317,7 @@ def normalize_uncovered(texts: pa.Array, offsets: np.ndarray, data: np.ndarray, 
         return picked, None, None, offsets, data, np.zeros(0, np.int64)
     before = texts.filter(pa.array(picked))
     after = pc.utf8_normalize(before, form)
-    sub_offsets, sub_data = _string_buffers(after)
+    sub_offsets, sub_data = string_buffers(after)
     return picked, before, after, sub_offsets, sub_data, np.where(picked, np.cumsum(picked, dtype=np.int64) - 1, -1)
 
 
@@ -326,7 +325,7 @@ def words(texts: pa.Array) -> pa.ListArray | None:
     """:func:`dataclean.text.tokenize.words_batch` of a ``string`` array without nulls; None when the text
     is not valid UTF-8 (the caller then runs the regex tokenizer, which decides what such bytes are)."""
     k = _kernels()
-    offsets, data = _string_buffers(texts)
+    offsets, data = string_buffers(texts)
     total = int(offsets[-1] - offsets[0])
     out = np.empty(total, np.uint8)
     list_offsets = np.empty(len(texts) + 1, np.int32)
@@ -345,21 +344,21 @@ def words(texts: pa.Array) -> pa.ListArray | None:
 def count_words(texts: pa.Array) -> np.ndarray | None:
     """Words per row of a ``string`` array without nulls (the length of each :func:`words` list), int64;
     None when some text is not valid UTF-8."""
-    offsets, data = _string_buffers(texts)
+    offsets, data = string_buffers(texts)
     counts = _kernels().count_words(data, offsets, char_table())
     return None if (counts < 0).any() else counts
 
 
 def dup_fracs(texts: pa.Array, paragraphs: bool) -> tuple[np.ndarray, np.ndarray]:
     """``gopher._dup_fracs`` of the lines (or the paragraphs) of a ``string`` array without nulls."""
-    offsets, data = _string_buffers(texts)
+    offsets, data = string_buffers(texts)
     return _kernels().dup_fracs(data, offsets, char_table(), bool(paragraphs))
 
 
 def gopher_lines(texts: pa.Array, bullets: str) -> np.ndarray:
     """Per row of a ``string`` array without nulls: non-blank lines, bullet lines, lines ending in an
     ellipsis, ``#`` characters, ellipses (int64, shape (n, 5); see ``_kernels_numba.gopher_lines``)."""
-    offsets, data = _string_buffers(texts)
+    offsets, data = string_buffers(texts)
     signs = np.array(sorted(ord(c) for c in bullets), np.int64)
     return _kernels().gopher_lines(data, offsets, char_table(), signs)
 
@@ -381,7 +380,7 @@ def ngram_signals(codes: np.ndarray, length: np.ndarray, offsets: np.ndarray, to
 def word_props(strings: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per string of a ``string`` array without nulls: characters (int64), holds a letter (RE2 ``\\pL``),
     is pure ASCII."""
-    offsets, data = _string_buffers(strings)
+    offsets, data = string_buffers(strings)
     return _kernels().word_props(data, offsets, char_table())
 
 
@@ -391,7 +390,7 @@ def ascii_lower_in(strings: pa.Array, values: list[str]) -> np.ndarray:
     set_offsets = np.zeros(len(members) + 1, np.int64)
     np.cumsum([len(v) for v in members], out=set_offsets[1:])
     set_data = np.frombuffer(b"".join(members), np.uint8)
-    offsets, data = _string_buffers(strings)
+    offsets, data = string_buffers(strings)
     return _kernels().ascii_lower_in(data, offsets, set_data, set_offsets)
 
 
@@ -402,7 +401,7 @@ def normalize(texts: pa.Array, form: str, remove_controls: bool, fix_spaces: boo
     only on the documents holding a character the form may change (:func:`norm_table`)."""
     k = _kernels()
     table = norm_table()
-    offsets, data = _string_buffers(texts)
+    offsets, data = string_buffers(texts)
     n = len(texts)
     sub_offsets, sub_data, sub_index = offsets, data, np.zeros(0, np.int64)
     changed = np.zeros(n, bool)

@@ -141,7 +141,7 @@ def fold_t2s(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
         return texts
     k = _kernel() if _text_kernels.enabled() else None
     if k is not None and texts.null_count == 0:
-        offsets, data = _text_kernels._string_buffers(texts)
+        offsets, data = _text_kernels.string_buffers(texts)
         out_offsets, out = k.fold(offsets, data, t2s_table())
         if out_offsets[-1] >= 2 ** 31:  # (more than 2 GiB of text: 64-bit offsets)
             return pa.LargeStringArray.from_buffers(len(texts), pa.py_buffer(out_offsets), pa.py_buffer(out))
@@ -174,7 +174,7 @@ def s2t_changed() -> tuple[int, ...]:
 @functools.lru_cache(maxsize=1)
 def script_table() -> np.ndarray:
     """uint8 bits (:data:`TRAD`, :data:`SIMP`, :data:`KANA`) per code point below ``TABLE_SIZE``."""
-    from dataclean.text.tokenize import HIRAGANA, KATAKANA
+    from dataclean.text.chars import HIRAGANA, KATAKANA
 
     bits = np.zeros(TABLE_SIZE, np.uint8)
     bits[[a for a, _ in t2s_pairs()]] |= TRAD

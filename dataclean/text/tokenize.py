@@ -27,10 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataclean.text import kernels
+from dataclean.text.chars import HAN, HIRAGANA, KATAKANA
 
-HAN = (r"\x{3007}\x{3400}-\x{4dbf}\x{4e00}-\x{9fff}\x{f900}-\x{faff}\x{20000}-\x{2fa1f}")
-HIRAGANA = r"\x{3041}-\x{309f}"
-KATAKANA = r"\x{30a0}-\x{30ff}\x{31f0}-\x{31ff}\x{ff66}-\x{ff9f}"
 ISOLATE = rf"([{HAN}]|[{HIRAGANA}]+|[{KATAKANA}]+)"
 SEPARATOR = r"[^\pL\pN\pM'’]+"
 APOSTROPHES = "'’"
