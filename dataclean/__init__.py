@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from dataclean.version import __version__
 
 _EXPORTS = {
     "run": "dataclean.exec.runner", "RunSummary": "dataclean.exec.runner", "RunError": "dataclean.exec.runner",

@@ -60,8 +60,8 @@ def fingerprint(cfg: dict, inputs: list[str]) -> str:
     the source of its plug-in stages (an edited plug-in is a different run, not a resume with stale
     decisions), the inputs (size, mtime), dataclean's version and file format."""
     files = [(p, *iofs.stat(p)) for p in inputs]
-    from dataclean import __version__
-    from dataclean.exec import layout
+    from dataclean.version import __version__
+    from dataclean import layout
     from dataclean.stages import plugin_digest
 
     blob = {"config": config_hash(cfg), "rules": rules_digest(), "models": model_files_digest(cfg),

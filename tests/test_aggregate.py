@@ -10,7 +10,7 @@ import pytest
 
 from dataclean.exec import aggregate
 from dataclean.exec.global_step import GlobalContext
-from dataclean.exec.layout import Layout
+from dataclean.layout import Layout
 
 
 def test_score_key_orders_like_the_floats():

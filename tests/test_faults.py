@@ -314,7 +314,8 @@ def test_run_killed_while_writing_its_owner_file_can_be_rerun(tmp_path):
 
 def test_a_run_folder_of_another_file_format_is_not_resumed(tmp_path, monkeypatch):
     import dataclean
-    from dataclean.exec import layout, runner
+    from dataclean import layout
+    from dataclean.exec import runner
 
     shard = tmp_path / "in.jsonl"
     shard.write_text('{"id": "a", "text": "one line of text"}\n', encoding="utf-8")

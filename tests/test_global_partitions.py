@@ -12,7 +12,7 @@ import yaml
 from conftest import REPO, SAMPLE, folder_bytes, run_cli
 from dataclean.dedup import keys as dedup_keys
 from dataclean.exec import shuffle
-from dataclean.exec.layout import Layout
+from dataclean.layout import Layout
 from dataclean.stages.dedup_minhash import MinHashDedup
 
 
@@ -127,7 +127,7 @@ def test_a_reduce_task_killed_midway_redoes_only_the_kinds_without_a_marker(tmp_
     from dataclean.config import resolve_config
     from dataclean.exec.global_step import run_reduce_tasks
     from dataclean.exec.local import LocalExecutor
-    from dataclean.exec.layout import load_marker
+    from dataclean.layout import load_marker
     from dataclean.exec.tasks import pipeline_for
 
     out = tmp_path / "out"

@@ -7,7 +7,7 @@ import platform
 import time
 
 from dataclean.config import config_hash
-from dataclean.exec.layout import Layout
+from dataclean.layout import Layout
 from dataclean.fingerprint import rules_digest
 from dataclean.io.writers import write_json_atomic
 

@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dataclean.sql import sql_string
-from dataclean.exec.layout import Layout
+from dataclean.layout import Layout
 from dataclean.io.writers import tmp_name
 from dataclean.io.fs import files_in
 

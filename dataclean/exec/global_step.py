@@ -25,7 +25,7 @@ from typing import Callable
 from dataclean.sql import sql_list, sql_string
 from dataclean.exec import aggregate, shuffle
 from dataclean.failpoints import failpoint
-from dataclean.exec.layout import Layout
+from dataclean.layout import Layout
 from dataclean.exec.base import Executor
 from dataclean.io.writers import tmp_name, write_json_atomic
 from dataclean.pipeline import build_stage
@@ -52,6 +52,14 @@ class GlobalContext:
     @property
     def workers(self) -> int:
         return max(1, int(self.executor.workers)) if self.executor is not None else 1
+
+    def run_map(self, kind: str, group: str, value: str | None = None, params: dict | None = None):
+        """:func:`dataclean.exec.aggregate.run_map`: a map task of ``kind`` per pass-1 task, tables concatenated."""
+        return aggregate.run_map(self, kind, group, value, params)
+
+    def rank_cutoffs(self, hist, keeps: dict[str, int], value: str, group: str) -> dict[str, tuple[float, str]]:
+        """:func:`dataclean.exec.aggregate.rank_cutoffs`: the (score, id) at rank ``keeps[g]`` of each group."""
+        return aggregate.rank_cutoffs(self, hist, keeps, value, group)
 
     def map(self, fn: Callable, specs: list) -> list:
         """``fn(spec)`` for every spec, through the executor (in this process without one), in order."""

@@ -3,7 +3,7 @@
 Resume: every task leaves a marker carrying the run's fingerprint (hash of the resolved config and of the
 input list with sizes and mtimes). A rerun of the same command skips tasks whose marker is there and
 finishes the rest; a rerun whose fingerprint differs is refused unless ``fresh=True``, which first removes
-exactly the entries dataclean writes (see :data:`~dataclean.exec.layout.OWNED_ENTRIES`).
+exactly the entries dataclean writes (see :data:`~dataclean.layout.OWNED_ENTRIES`).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from dataclean.config import ConfigError, config_hash, resolve_config, validate
 from dataclean.exec.errors import RunError  # noqa: F401  (the runner's public error)
 from dataclean.failpoints import failpoint
 from dataclean.exec.global_step import global_step
-from dataclean.exec.layout import OWNED_ENTRIES, Layout, load_marker
+from dataclean.layout import OWNED_ENTRIES, Layout, load_marker
 from dataclean.exec.local import LocalExecutor, prestart
 from dataclean.exec.lock import LOCK_FILE, RunLock
 from dataclean.exec.shuffle import clear_candidates

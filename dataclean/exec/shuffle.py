@@ -35,16 +35,12 @@ import pyarrow.compute as pc
 from dataclean.dedup.keys import xxh3_64_of
 from dataclean.failpoints import failpoint
 from dataclean.sql import sql_list, sql_string
-from dataclean.exec.layout import Layout, load_marker
+from dataclean.layout import Layout, load_marker, shuffle_file_name as file_name
 from dataclean.io.fs import files_in
 from dataclean.io.writers import (WORK_CODEC, injected_failure, remove_quietly, atomic_write_table, tmp_name,
                                   write_errors, write_json_atomic)
 
 PARTITION = "partition"
-
-
-def file_name(kind: str) -> str:
-    return f"shuffle-{kind}.parquet"
 
 
 # ------------------------------------------------------------------ the kinds' key rows (pass 1)

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from dataclean.config import config_hash
 from dataclean.exec import shuffle
 from dataclean.failpoints import failpoint
-from dataclean.exec.layout import Layout
+from dataclean.layout import Layout
 from dataclean.io import fs as iofs
 from dataclean.io.readers import (DEFAULT_MAX_RECORD_BYTES, EXTRA_JSON_KEY, ColumnMapping, InputFileError,
                                   _safe_json, read_shard)
@@ -403,7 +403,7 @@ def extra_columns_plan(lay: Layout) -> ExtraPlan:
     """The extra columns of data/ for the tasks of the global step's marker (the tasks pass 2 writes):
     :func:`plan_extra_columns` of their pass-1 extra files, cached in ``_work/extra_columns.json`` for
     that fingerprint and task list (pass 2's tasks all ask; the first to finish writes it)."""
-    from dataclean.exec.layout import load_marker
+    from dataclean.layout import load_marker
 
     g = load_marker(lay, "global") or {}
     tasks, fp = list(g.get("tasks", [])), g.get("fingerprint")

@@ -227,7 +227,7 @@ def export_run(run: str, folder: str, tokenizer: str, fmt: str = "megatron", eod
     vocab = tok.get_vocab_size(with_added_tokens=True)
     dtype = np.dtype(megatron.token_dtype(vocab))
     tok_sha = sha256_file(tokenizer)
-    from dataclean import __version__
+    from dataclean.version import __version__
     run_fp = manifest.get("fingerprint") or manifest.get("config_hash") or ""
     fp = hashlib.sha256(json.dumps({"v": EXPORT_VERSION, "run": run_fp, "tokenizer": tok_sha, "eod": eod,
                                     "format": fmt, "dataclean": __version__}, sort_keys=True).encode()).hexdigest()

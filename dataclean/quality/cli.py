@@ -8,7 +8,7 @@ import time
 
 import click
 
-from dataclean.cli import _epilog  # (dataclean.cli imports this module lazily: no cycle at import)
+from dataclean.cli_help import epilog as _epilog
 
 
 @click.group(epilog=_epilog(["dataclean quality train --labels labels.jsonl -o model.npz --cv 5",

@@ -39,7 +39,7 @@ def check_finished(output_dir: str) -> None:
     ``manifest.json`` without ``_work/`` (a run published to a destination, or copied without its work
     folder). A folder that holds no run at all is left to :func:`render_report` to refuse. (The caller holds
     the folder's lock, :mod:`dataclean.exec.lock`, so that no run is at work in it meanwhile.)"""
-    from dataclean.exec.layout import Layout, load_marker
+    from dataclean.layout import Layout, load_marker
 
     lay = Layout(output_dir)
     if not (os.path.exists(lay.owner) or os.path.isdir(lay.work)):

@@ -250,7 +250,6 @@ class MinHashDedup(GlobalStage):
            components are cut: a chunk holds about ``chunk_nodes`` candidates (what bounds a task's memory), or
            fewer, so that every worker gets two chunks (12,335 candidates on 2 workers were cut 10,001 + 2,334:
            one worker verified for 0.41 s while the other waited after 0.14 s)."""
-        from dataclean.exec.aggregate import run_map
 
         work = ctx.lay.p("_work", "global", f"nodes-{self.name}")
         shutil.rmtree(work, ignore_errors=True)
@@ -279,7 +278,7 @@ class MinHashDedup(GlobalStage):
             # folding: with fold_scripts the texts are gathered and the verification tasks shingle them.
             params["shingle_sets"] = [self.word_ngram, self.char_ngram]
             params["threads"] = max(1, ctx.workers // max(1, len(ctx.tasks)))
-        found = run_map(ctx, "gather", "doc_key", params=params)
+        found = ctx.run_map("gather", "doc_key", params=params)
         parts: dict[int, list[tuple[str, int]]] = {}
         for f, c, rg in zip(*(found.column(n).to_pylist() for n in ("file", "chunk", "row_group"))):
             parts.setdefault(c, []).append((f, rg))
@@ -459,7 +458,7 @@ class MinHashDedup(GlobalStage):
         return reps, sims
 
     def _against_old(self, ctx, view: str, old: str) -> None:
-        from dataclean.exec.shuffle import file_name
+        from dataclean.layout import shuffle_file_name as file_name
 
         con = ctx.con
         folder = os.path.join(old, "dedup")
@@ -619,7 +618,7 @@ def signature_matrix(column, width: int, dtype: str = "<u4") -> np.ndarray:
     """The values of a signature (or band hash) column as an ``(n, width)`` matrix of ``dtype``: a
     fixed-size binary column (as dataclean writes them), a variable binary one of values of that size (as
     DuckDB returns them), or a list column (the ``list<uint32>`` signatures of file format 1, see
-    :data:`dataclean.exec.layout.FILE_FORMAT`). The rows of null values hold unspecified numbers (of a list
+    :data:`dataclean.layout.FILE_FORMAT`). The rows of null values hold unspecified numbers (of a list
     column, they are left out: give it no nulls)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()

@@ -215,7 +215,7 @@ def _alive_batches(spec: ScanSpec, stage: Stage):
     """The task's surviving documents that this stage clusters, in pass-1 order, as (batch, float16 rows,
     seeded id hashes): not removed by an earlier global stage, in the stage's scope, with a non-zero
     embedding."""
-    from dataclean.exec.layout import Layout
+    from dataclean.layout import Layout
     from dataclean.dedup.keys import xxh3_64_of
     from dataclean.io.fs import files_in
 

@@ -95,8 +95,7 @@ class Mixture(GlobalStage):
                        'source not in mixture recipe {_sql_str(r.name)}', NULL
                 FROM mix_docs WHERE mix_source IS NULL""")
         # documents and tokens per source: summed over the pass-1 tasks' map tasks (dataclean/exec/aggregate.py)
-        from dataclean.exec.aggregate import run_map
-        t = run_map(ctx, "totals", "mix_source")
+        t = ctx.run_map("totals", "mix_source")
         totals: dict[str, tuple[int, int]] = {}
         for g, n, tok in zip(t.column("group").to_pylist(), t.column("docs").to_pylist(), t.column("tokens").to_pylist()):
             if g is not None:

@@ -20,6 +20,11 @@ Parameters:
 Columns added: ``quality_score`` (float64) and the scorer's own signals (``q_...``; none for the model
 scorers). A model file that is missing, incomplete, unsupervised or without the positive label is refused
 when the stage is built, naming the file.
+
+Layers: this is the one stage that imports a layer above the stages, :mod:`dataclean.quality` (the scorers,
+their training and evaluation), because the heuristic scorer is built from the rule families' own pieces
+(Gopher's stop words, C4's line joining, FineWeb's sentence ends) and the fastText scorer shares language ID's
+model check. The scorers are imported when this module is, so the stage builds any of them by name.
 """
 from __future__ import annotations
 

@@ -80,7 +80,6 @@ class QualityFilter(GlobalStage):
     uses_aggregates = True  # the global step writes the removals so far for its map tasks
 
     def global_decide(self, ctx, view: str) -> None:
-        from dataclean.exec.aggregate import rank_cutoffs, run_map
 
         con, col = ctx.con, self.score_column
         if col not in ctx.columns:
@@ -97,14 +96,14 @@ class QualityFilter(GlobalStage):
         keeps: dict[str, int] = {}
         cuts: dict[str, tuple[float, str]] = {}
         if any(mode == "top_fraction" for mode, _ in rules.values()):
-            hist = run_map(ctx, "score_histogram", "source", col)
+            hist = ctx.run_map("score_histogram", "source", col)
             for g, n in zip(hist.column("group").to_pylist(), hist.column("docs").to_pylist()):
                 scored[g] = scored.get(g, 0) + n
             for source, (mode, x) in rules.items():
                 n = scored.get(source, 0)
                 if mode == "top_fraction":  # ceil(x * n), robust to float noise
                     keeps[source] = min(n, -(-int(round(x * n * 1e9)) // 10**9)) if n else 0
-            cuts = rank_cutoffs(ctx, hist, keeps, col, "source")
+            cuts = ctx.rank_cutoffs(hist, keeps, col, "source")
         rows = []
         for source, (mode, x) in rules.items():
             src = source.replace("'", "''")

@@ -14,6 +14,11 @@ FILE_FORMAT = 2
 OWNED_ENTRIES = ("data", "rejected", "stats", "dedup", "_work", "manifest.json", "report.html", OWNER_FILE)
 
 
+def shuffle_file_name(kind: str) -> str:
+    """The file of one pass-1 task's shuffle rows of ``kind`` (in its ``_work/pass1/TTTTT/`` folder)."""
+    return f"shuffle-{kind}.parquet"
+
+
 @dataclass(frozen=True)
 class Layout:
     root: str
