@@ -13,8 +13,13 @@ except ImportError:  # (Windows)
 
 import click
 
-from dataclean.cli_help import (EXIT_CANNOT_START, EXIT_INTERRUPTED, EXIT_PROBLEM_FOUND,  # noqa: F401
-                                EXIT_WRITE_FAILED, epilog as _epilog)
+from dataclean.cli_help import (  # noqa: F401
+    EXIT_CANNOT_START,
+    EXIT_INTERRUPTED,
+    EXIT_PROBLEM_FOUND,
+    EXIT_WRITE_FAILED,
+    epilog as _epilog,
+)
 
 # (the pipeline's modules are imported inside the commands: ``run`` starts its workers' fork server first, so
 # that the server loads them and the compiled kernels while this process does the same)

@@ -17,7 +17,6 @@ import yaml
 from dataclean.pipeline import build_stage
 from dataclean.rulesfolder import ConfigError, rules_dir  # noqa: F401  (both are config's public names)
 
-
 #: libyaml's safe loader where PyYAML was built with it (its wheels are): the same documents, ~5x faster to parse
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

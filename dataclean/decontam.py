@@ -46,9 +46,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dataclean.sql import sql_list
 from dataclean.dedup.minhash import shingle_hashes, shingle_text
 from dataclean.io.fs import files_in
+from dataclean.sql import sql_list
 from dataclean.text.script_fold import fold_t2s
 
 INDEX_VERSION = 2

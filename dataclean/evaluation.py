@@ -35,9 +35,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dataclean.sql import sql_list
 from dataclean.io.fs import files_in
 from dataclean.quality.evaluate import UNKNOWN_LANG, normalize_lang, parse_labels, roc_auc
+from dataclean.sql import sql_list
 
 
 class LabelsError(ValueError):

@@ -60,9 +60,9 @@ def fingerprint(cfg: dict, inputs: list[str]) -> str:
     the source of its plug-in stages (an edited plug-in is a different run, not a resume with stale
     decisions), the inputs (size, mtime), dataclean's version and file format."""
     files = [(p, *iofs.stat(p)) for p in inputs]
-    from dataclean.version import __version__
     from dataclean import layout
     from dataclean.stages import plugin_digest
+    from dataclean.version import __version__
 
     blob = {"config": config_hash(cfg), "rules": rules_digest(), "models": model_files_digest(cfg),
             "version": __version__, "format": layout.FILE_FORMAT, "inputs": files}

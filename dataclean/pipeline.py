@@ -17,8 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataclean.sources import KIND_COLUMN, KINDS, SourceKinds, row_mask
 from dataclean.schema import BASE_SIGNAL_FIELDS, DOC_FIELDS, LEDGER_FIELDS, OUTPUT_DOC_NAMES
+from dataclean.sources import KIND_COLUMN, KINDS, SourceKinds, row_mask
 from dataclean.stages import Stage, is_plugin, plugin_path, resolve_stage
 from dataclean.stages.base import Decisions, Filter, StageResult, with_columns
 from dataclean.text.tokenize import WORDS_COLUMN

@@ -38,8 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataclean.audit.query import is_unicode, not_unicode_path
-from dataclean.audit.tables import (VIEWS, connect, kept_records_filter, sql_string, table_files, view_columns,
-                                    views_of)
+from dataclean.audit.tables import VIEWS, connect, kept_records_filter, sql_string, table_files, view_columns, views_of
 
 MIN_RUN_CHARS = 24
 RARE_SCRIPT_SHARE = 0.05

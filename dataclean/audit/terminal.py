@@ -8,6 +8,11 @@ the functions that draw: :func:`safe` is also what an error line is made of, pri
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (rich is imported when a table is printed)
+    from rich.console import Console
+    from rich.table import Table
 
 CELL_CHARS = 120  # longest string cell of an sql result table; csv/json print everything
 

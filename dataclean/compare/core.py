@@ -15,8 +15,17 @@ from dataclean.compare.features import build_signal_stages, compute_features, fe
 from dataclean.compare.gates import check_gate_features, evaluate_gates, load_gates
 from dataclean.compare.load import CompareError, SideSample, read_side
 from dataclean.compare.neardup import MinHashSample, reference_duplicate_rate, self_duplicate_rate
-from dataclean.compare.stats import (TokenSample, bin_counts, category_js, diversity, js_divergence, js_noise_floor,
-                                     ks_statistic, shared_edges, top_ngrams)
+from dataclean.compare.stats import (
+    TokenSample,
+    bin_counts,
+    category_js,
+    diversity,
+    js_divergence,
+    js_noise_floor,
+    ks_statistic,
+    shared_edges,
+    top_ngrams,
+)
 from dataclean.config import ConfigError, resolve_config
 from dataclean.io.readers import ColumnMapping
 from dataclean.io.writers import WriteError, write_text_atomic

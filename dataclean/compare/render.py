@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 
 from dataclean.report.charts import grouped_bars, label, legend_row, svg_element, text
-from dataclean.report.svggrid import AXIS, compact, nice_ticks, pt
 from dataclean.report.page import Cell, esc, figure, note, num, page, pre, section, table
+from dataclean.report.svggrid import AXIS, compact, nice_ticks, pt
 
 __all__ = ["render_html"]
 

@@ -19,9 +19,8 @@ Pure functions on numpy arrays and token lists, no I/O.
 """
 from __future__ import annotations
 
-from typing import Sequence
-
 import re
+from typing import Sequence
 
 import numpy as np
 

@@ -106,7 +106,7 @@ def _put(cp, lower, classes, mode, fold, script, count, out, o, start, pending):
 
 
 @njit(cache=True, nogil=True)
-def _map_one(data, i, end, lower, classes, nfkc_off, nfkc_pool, expand, mode, ascii_map, fold, script, count, out,
+def _map_one(data, i, end, lower, classes, nfkc_off, nfkc_pool, expand, mode, ascii_map, fold, script, count, out,  # noqa: C901 (one compiled pass over a character: a branch per mode)
              o):
     """Map the document data[i:end] into out[o:]; returns the position after it, -1 at invalid UTF-8, -2 when
     ``out`` is too short.

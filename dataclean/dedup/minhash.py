@@ -104,8 +104,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from dataclean.text import kernels as _text_kernels
-from dataclean.text import script_fold
+from dataclean.text import kernels as _text_kernels, script_fold
 from dataclean.text.chars import HAN, HIRAGANA, KATAKANA
 
 __all__ = [

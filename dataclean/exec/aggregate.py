@@ -38,10 +38,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dataclean.sql import sql_string
-from dataclean.layout import Layout
-from dataclean.io.writers import tmp_name
 from dataclean.io.fs import files_in
+from dataclean.io.writers import tmp_name
+from dataclean.layout import Layout
+from dataclean.sql import sql_string
 
 #: Bits of a score's key that make its histogram bucket: sign, 11 exponent bits and 8 mantissa bits, so
 #: a bucket spans 1/256 of a binade (scores in [0.5, 1) fall in 256 buckets of width 1/512).

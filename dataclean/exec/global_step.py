@@ -16,19 +16,20 @@ from __future__ import annotations
 import os
 import shutil
 import time
-
-import duckdb
-import pyarrow.parquet as pq
 from dataclasses import dataclass, field
 from typing import Callable
 
-from dataclean.sql import sql_list, sql_string
+import duckdb
+import pyarrow.parquet as pq
+
 from dataclean.exec import aggregate, shuffle
-from dataclean.failpoints import failpoint
-from dataclean.layout import Layout
 from dataclean.exec.base import Executor
+from dataclean.failpoints import failpoint
 from dataclean.io.writers import tmp_name, write_json_atomic
+from dataclean.layout import Layout
 from dataclean.pipeline import build_stage
+from dataclean.sql import sql_list, sql_string
+
 
 @dataclass
 class GlobalContext:

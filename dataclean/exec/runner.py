@@ -19,19 +19,19 @@ from dataclasses import dataclass, field
 
 from dataclean.config import ConfigError, config_hash, resolve_config, validate
 from dataclean.exec.errors import RunError  # noqa: F401  (the runner's public error)
-from dataclean.failpoints import failpoint
 from dataclean.exec.global_step import global_step
-from dataclean.layout import OWNED_ENTRIES, Layout, load_marker
 from dataclean.exec.local import LocalExecutor, prestart
 from dataclean.exec.lock import LOCK_FILE, RunLock
 from dataclean.exec.shuffle import clear_candidates
-from dataclean.fingerprint import fingerprint
 from dataclean.exec.tasks import TaskSpec, extra_columns_plan, pass1_task, pass2_task, pipeline_for, remember_pipeline
+from dataclean.failpoints import failpoint
+from dataclean.fingerprint import fingerprint
 from dataclean.io import fs as iofs
+from dataclean.io.fs import files_in
 from dataclean.io.readers import discover_inputs
 from dataclean.io.warc import WARC_HTML_SUFFIXES
 from dataclean.io.writers import write_errors, write_json_atomic
-from dataclean.io.fs import files_in
+from dataclean.layout import OWNED_ENTRIES, Layout, load_marker
 
 
 @dataclass

@@ -26,9 +26,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dataclean.exec.errors import RunError
+from dataclean.io.fs import files_in
 from dataclean.io.readers import ColumnMapping, ReadChunk, read_shard, text_column_hint
 from dataclean.io.warc import HTML_META_PATTERN, is_warc
-from dataclean.io.fs import files_in
 
 #: Records read from each input by the driver's check (a batch; the readers' batch size for this read).
 FIRST_BATCH_ROWS = 256

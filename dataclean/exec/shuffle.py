@@ -34,11 +34,18 @@ import pyarrow.compute as pc
 
 from dataclean.dedup.keys import xxh3_64_of
 from dataclean.failpoints import failpoint
-from dataclean.sql import sql_list, sql_string
-from dataclean.layout import Layout, load_marker, shuffle_file_name as file_name
 from dataclean.io.fs import files_in
-from dataclean.io.writers import (WORK_CODEC, injected_failure, remove_quietly, atomic_write_table, tmp_name,
-                                  write_errors, write_json_atomic)
+from dataclean.io.writers import (
+    WORK_CODEC,
+    atomic_write_table,
+    injected_failure,
+    remove_quietly,
+    tmp_name,
+    write_errors,
+    write_json_atomic,
+)
+from dataclean.layout import Layout, load_marker, shuffle_file_name as file_name
+from dataclean.sql import sql_list, sql_string
 
 PARTITION = "partition"
 

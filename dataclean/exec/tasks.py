@@ -20,15 +20,21 @@ import pyarrow.parquet as pq
 from dataclean.config import config_hash
 from dataclean.exec import shuffle
 from dataclean.failpoints import failpoint
-from dataclean.layout import Layout
 from dataclean.io import fs as iofs
-from dataclean.io.readers import (DEFAULT_MAX_RECORD_BYTES, EXTRA_JSON_KEY, ColumnMapping, InputFileError,
-                                  _safe_json, read_shard)
-from dataclean.io.writers import WORK_CODEC, ShardWriter, WriteError, tmp_name, write_error, write_json_atomic
-from dataclean.schema import EXTRA_FIELD_METADATA
-from dataclean.pipeline import Pipeline, conform
-from dataclean.stages.base import with_columns
 from dataclean.io.fs import files_in
+from dataclean.io.readers import (
+    DEFAULT_MAX_RECORD_BYTES,
+    EXTRA_JSON_KEY,
+    ColumnMapping,
+    InputFileError,
+    _safe_json,
+    read_shard,
+)
+from dataclean.io.writers import WORK_CODEC, ShardWriter, WriteError, tmp_name, write_error, write_json_atomic
+from dataclean.layout import Layout
+from dataclean.pipeline import Pipeline, conform
+from dataclean.schema import EXTRA_FIELD_METADATA
+from dataclean.stages.base import with_columns
 
 _PIPELINES: dict[str, Pipeline] = {}
 

@@ -1020,7 +1020,7 @@ _STRING_BODY = re.compile(rb'(?:[^"\\]+|\\.)*', re.S)
 ARRAY_BLOCK = 1 << 20
 
 
-def _array_elements(fh, cap: int, keep: int) -> Iterator[tuple[int, bytes, int | str | None]]:
+def _array_elements(fh, cap: int, keep: int) -> Iterator[tuple[int, bytes, int | str | None]]:  # noqa: C901 (a streaming JSON array scanner: one state machine)
     """``(index, element bytes, problem)`` for each top-level element of the JSON array in the binary stream
     ``fh``, read ``ARRAY_BLOCK`` bytes at a time: a streaming split on the commas between elements (strings
     and nesting followed; the elements themselves are parsed by the caller). No element is held past ``cap``

@@ -72,8 +72,7 @@ class LinearScorer(ReloadsModel, Scorer):
                 raise
             raise QualityModelError("scorer 'linear' needs dataclean.quality.linear, which is not installed") from e
         unusable = tuple(c for c in (getattr(linear, "ModelFileError", None),) if isinstance(c, type))
-        from dataclean.quality.embedding import FORMAT as HEAD_FORMAT
-        from dataclean.quality.embedding import file_format
+        from dataclean.quality.embedding import FORMAT as HEAD_FORMAT, file_format
 
         if file_format(self.model_path) == HEAD_FORMAT:
             raise QualityModelError(f"{self.model_path} is an embedding quality head, not a linear model: use "

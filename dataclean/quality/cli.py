@@ -117,7 +117,7 @@ def _print_table(*renderables) -> None:
                    "clean text is not learned as bad when the bad documents are the short ones.")
 @click.option("--threshold", default=0.5, show_default=True, type=float, help="Threshold for precision/recall.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def train(positives, negatives, label_inputs, output, text_column, id_column, lang_column, label_column,
+def train(positives, negatives, label_inputs, output, text_column, id_column, lang_column, label_column,  # noqa: C901 (the train command checks each option combination in turn)
           source_column, holdout, cv, balance, per_lang, min_lang_docs, dense, seed, max_docs, max_chars, C,
           embedder, backend, max_tokens, long_text, device, threads, add_good_lines, threshold, fmt) -> None:
     """Train a linear classifier of good vs bad documents (--labels, or --positive and --negative); write it
@@ -126,8 +126,7 @@ def train(positives, negatives, label_inputs, output, text_column, id_column, la
     import pyarrow as pa
 
     from dataclean.quality.evaluate import evaluate_scores, holdout_mask
-    from dataclean.quality.linear import (DEFAULT_DENSE, HashingParams, class_differences, document_lines, fit,
-                                          lang_keys)
+    from dataclean.quality.linear import DEFAULT_DENSE, HashingParams, class_differences, document_lines, fit, lang_keys
 
     if not label_inputs and not (positives and negatives):
         _fail("give --labels FILE, or both --positive GOOD and --negative BAD")
@@ -359,8 +358,7 @@ def _cv_lines(report: dict, k: int, seed: int) -> list[str]:
 def evaluate(model_path, label_inputs, threshold, text_column, label_column, lang_column, embedder, fmt) -> None:
     """Score labelled documents with MODEL (a linear model or an embedding head from 'quality train'): AUC,
     precision and recall, overall and per language."""
-    from dataclean.quality.embedding import FORMAT as HEAD_FORMAT
-    from dataclean.quality.embedding import HeadFileError, embed_texts, file_format, load_head
+    from dataclean.quality.embedding import FORMAT as HEAD_FORMAT, HeadFileError, embed_texts, file_format, load_head
     from dataclean.quality.evaluate import evaluate_scores
     from dataclean.quality.linear import LinearQualityModel, ModelFileError
 

@@ -7,9 +7,22 @@ from dataclasses import dataclass, field
 
 from dataclean.report import charts, evidence, svggrid
 from dataclean.report.page import Cell, details, esc, figure, mono, note, num, pct, pre, section, table
-from dataclean.report.queries import (TEXT_CHARS, RunTables, dedup_examples, example_keys, fetch_by_id,
-                                      fetch_removed, is_numeric, near_threshold, quality_by_source, read_parquet,
-                                      masked_examples, rewritten_examples, rows, signal_histograms)
+from dataclean.report.queries import (
+    TEXT_CHARS,
+    RunTables,
+    dedup_examples,
+    example_keys,
+    fetch_by_id,
+    fetch_removed,
+    is_numeric,
+    masked_examples,
+    near_threshold,
+    quality_by_source,
+    read_parquet,
+    rewritten_examples,
+    rows,
+    signal_histograms,
+)
 from dataclean.report.thresholds import Threshold, group_langs
 
 EXAMPLES_PER_RULE = 5

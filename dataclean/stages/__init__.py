@@ -22,16 +22,16 @@ import sys
 
 from dataclean.stages.base import Check, Decisions, Filter, RuleSpec, Stage, StageResult, with_columns
 from dataclean.stages.c4 import C4
+from dataclean.stages.decontaminate import Decontaminate
+from dataclean.stages.dedup_exact import ExactDedup, content_hash, content_key_text
 from dataclean.stages.dedup_minhash import MinHashDedup
 from dataclean.stages.dedup_semantic import SemanticDedup
 from dataclean.stages.embed import Embed
-from dataclean.stages.decontaminate import Decontaminate
-from dataclean.stages.dedup_exact import ExactDedup, content_hash, content_key_text
 from dataclean.stages.extract import Extract
-from dataclean.stages.langid import LangID
 from dataclean.stages.fineweb import FineWebQuality
 from dataclean.stages.garbled import Garbled
 from dataclean.stages.gopher import GopherQuality, GopherRepetition
+from dataclean.stages.langid import LangID
 from dataclean.stages.lists import WordLists
 from dataclean.stages.normalize import Normalize
 from dataclean.stages.pii import PIIMask

@@ -70,15 +70,27 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dataclean.sql import sql_list
-from dataclean.dedup.minhash import (DEFAULT_SCHEME, mh_kernels, band_hashes, in_slices, kernels_enabled,
-                                     kernels_loaded, optimal_bands, shingle_hashes, shingle_sets, shingle_text,
-                                     sets_from_binary, signatures, task_threads)
+from dataclean.dedup.minhash import (
+    DEFAULT_SCHEME,
+    band_hashes,
+    in_slices,
+    kernels_enabled,
+    kernels_loaded,
+    mh_kernels,
+    optimal_bands,
+    sets_from_binary,
+    shingle_hashes,
+    shingle_sets,
+    shingle_text,
+    signatures,
+    task_threads,
+)
 from dataclean.io.fs import files_in
 from dataclean.io.writers import WORK_CODEC, atomic_write_table, write_json_atomic
+from dataclean.sql import sql_list
 from dataclean.stages.base import GlobalStage, RuleSpec, StageResult, with_columns
-from dataclean.text.script_fold import DEFAULT_FOLD, fold_mode
 from dataclean.text.kernels import fixed_binary_values
+from dataclean.text.script_fold import DEFAULT_FOLD, fold_mode
 
 PARAMS_FILE = "minhash_params.json"
 BANDS_DIR = "minhash_bands"  # dedup/minhash_bands/part-TTTTT-NNNNN.parquet: (id, band, h) of the kept documents

@@ -51,10 +51,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dataclean.sql import sql_list
 from dataclean.dedup import semantic as sem
 from dataclean.embed.vectors import COLUMN, decode
 from dataclean.io.writers import WORK_CODEC, atomic_write_table, atomic_write_tables, write_json_atomic
+from dataclean.sql import sql_list
 from dataclean.stages.base import GlobalStage, RuleSpec, Stage, StageResult
 
 KEEP_ORDERS = ("best", "hard", "easy", "random")
@@ -215,9 +215,9 @@ def _alive_batches(spec: ScanSpec, stage: Stage):
     """The task's surviving documents that this stage clusters, in pass-1 order, as (batch, float16 rows,
     seeded id hashes): not removed by an earlier global stage, in the stage's scope, with a non-zero
     embedding."""
-    from dataclean.layout import Layout
     from dataclean.dedup.keys import xxh3_64_of
     from dataclean.io.fs import files_in
+    from dataclean.layout import Layout
 
     lay = Layout(spec.out)
     lo, hi = spec.task << 40, (spec.task + 1) << 40

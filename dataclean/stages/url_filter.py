@@ -21,8 +21,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, with_columns
-from dataclean.stages.lists import (DEFAULT_DOMAIN_EXCLUDE, DEFAULT_DOMAIN_LISTS, UT1_DEFAULT_CATEGORIES, DomainSet,
-                                    read_domains, resolve_list_path, url_hosts)
+from dataclean.stages.lists import (
+    DEFAULT_DOMAIN_EXCLUDE,
+    DEFAULT_DOMAIN_LISTS,
+    UT1_DEFAULT_CATEGORIES,
+    DomainSet,
+    read_domains,
+    resolve_list_path,
+    url_hosts,
+)
 
 
 def categories_of(path: str, categories: Sequence[str] | None) -> list[tuple[str, list[str]]]:

@@ -185,7 +185,7 @@ def _hash_bytes(data, lo, hi):
 
 
 @njit(cache=True, nogil=True)
-def dup_fracs(data, offsets, table, paragraphs):
+def dup_fracs(data, offsets, table, paragraphs):  # noqa: C901 (one compiled pass: the four Gopher duplicate measures together)
     """``gopher._dup_fracs`` of the lines (``paragraphs`` False: items split on ``\\n``) or of the paragraphs
     (items split on the regex ``\\n[ \\t\\x{3000}]*\\n\\s*``, RE2's ``\\s`` being ``[\\t\\n\\f\\r ]``) of each
     string: items trimmed of Arrow's whitespace, blank ones ignored; returns (duplicate items / items,
