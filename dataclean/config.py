@@ -509,7 +509,7 @@ def validate(cfg: dict) -> None:
     if not isinstance(cfg.get("pipeline"), list) or not cfg["pipeline"]:
         raise ConfigError("pipeline: must be a non-empty list of stages")
     names = set()
-    built = []
+    built: list = []
     for i, spec in enumerate(cfg["pipeline"]):
         if not isinstance(spec, dict) or "stage" not in spec:
             raise ConfigError(f"pipeline[{i}]: each entry must be a mapping with a 'stage' key")

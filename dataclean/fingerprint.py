@@ -69,5 +69,4 @@ def fingerprint(cfg: dict, inputs: list[str]) -> str:
     plugins = plugin_digest(cfg)
     if plugins:  # (only then: the fingerprint of a run without plug-ins is what it was)
         blob["plugins"] = plugins
-    blob = json.dumps(blob, sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()
+    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()

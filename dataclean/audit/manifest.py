@@ -16,7 +16,7 @@ PACKAGES = ("dataclean", "pyarrow", "duckdb", "numpy", "xxhash", "zstandard", "d
 
 
 def versions() -> dict:
-    out = {"python": platform.python_version()}
+    out: dict[str, str | None] = {"python": platform.python_version()}
     for name in PACKAGES:
         try:
             out[name] = importlib.metadata.version(name)

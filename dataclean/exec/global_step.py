@@ -76,7 +76,7 @@ def connect(cfg: dict, lay: Layout) -> duckdb.DuckDBPyConnection:
 
 def shuffle_kinds(pipeline) -> dict[str, tuple[str, object]]:
     """kind -> (reduce SQL, stage or None for ids) of every key-grouped decision of ``pipeline``."""
-    kinds = {"ids": (shuffle.ID_REDUCE, None)}
+    kinds: dict[str, tuple[str, object]] = {"ids": (shuffle.ID_REDUCE, None)}
     for stage in pipeline.global_stages:
         if stage.shuffles:
             kinds[stage.name] = (stage.shuffle_reduce, stage)

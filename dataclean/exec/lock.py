@@ -19,7 +19,7 @@ import time
 try:
     import fcntl
 except ImportError:  # pragma: no cover (Windows)
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 from dataclean.exec.errors import RunError
 from dataclean.io.writers import write_error

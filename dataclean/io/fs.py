@@ -331,7 +331,7 @@ def publish_tree(local_dir: str, dest_dir: str) -> list[str]:
     :func:`publish_file`), in sorted order of relative path; return the destinations in that order. A writer's
     unfinished temporary files (``.NAME.tmp``, ``.NAME.tmp-PID``) are not published; files already at the
     destination that ``local_dir`` lacks are left alone (use :func:`remove_tree` first for a fresh copy)."""
-    rels = []
+    rels: list[str] = []
     for folder, dirs, files in os.walk(local_dir):
         dirs.sort()
         rel_folder = os.path.relpath(folder, local_dir)

@@ -186,7 +186,7 @@ def read_domains(path: str | os.PathLike, categories: Sequence[str] | None = UT1
         files = [p]
     else:
         raise ValueError(f"cannot read domain list {p}: no such file or folder")
-    out = []
+    out: list = []
     for f in files:
         st = os.stat(f)
         out.extend(_domains_of_file(str(f), st.st_mtime_ns, st.st_size))
