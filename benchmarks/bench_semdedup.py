@@ -121,7 +121,7 @@ def inner(run: str, workers: int, params: dict) -> None:
     import duckdb
 
     from dataclean.exec.global_step import GlobalContext
-    from dataclean.exec.layout import Layout
+    from dataclean.layout import Layout
     from dataclean.exec.local import LocalExecutor
     from dataclean.pipeline import build_stage
     from dataclean.stages.dedup_semantic import _Run
