@@ -99,8 +99,10 @@ class Stage:
     Subclasses set ``kind`` (the registry name used in YAML), declare ``signal_fields`` and implement
     :meth:`apply`. A plug-in stage (docs/plugins.md) is such a subclass outside dataclean, named in YAML by
     ``module:Class`` or an entry point; :class:`Filter` is the short form for one signal and one threshold.
-    Constructor keyword arguments are the stage's parameters; their defaults are the documented values, and
-    :meth:`params` returns them for the config hash and the manifest.
+    Constructor keyword arguments are the stage's parameters, and :meth:`params` returns them for the config
+    hash and the manifest. Their defaults are ``rules/default.yaml``'s, except where a constructor keeps the
+    published rule (C4's three sentences, CCNet's 0.5...) and the recipe its measured choice: the ten such
+    parameters are listed with their reason in ``tests/test_defaults.py``, which fails on any other difference.
     """
 
     kind: ClassVar[str] = ""
