@@ -370,8 +370,31 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
 def _run_locked(cfg: dict, files: list[str], output: str, publish: str | None, fp: str, fresh: bool,
                 started: float, quiet: bool, executor, workers: int, ray_address: str | None,
                 html_rows: bool) -> RunSummary:
-    from dataclean.exec import sanity
+    """The run, under its lock, as its phases: claim the folder, plan, pass 1, the global step, pass 2, finish."""
+    lay = _claim(cfg, output, publish, fp, fresh)
+    done = _finished_already(lay, cfg, files, fp, started)
+    if done is not None:
+        return done
+    cfg = scaled_partitions(cfg, files)
+    pipe = pipeline_for(cfg)
+    owned = executor is None or isinstance(executor, str)
+    ex = make_executor(executor or "local", workers, ray_address, import_main=_stages_in_main(pipe)) \
+        if owned else executor
+    run = _Phases(lay, cfg, pipe, fp, output, publish, ex, _Progress(quiet))
+    try:
+        specs = run.plan(files)
+        ok_tasks = run.pass1(specs)
+        run.global_step(files, ok_tasks)
+        run.pass2(specs, ok_tasks)
+        extra_warnings = extra_columns_plan(lay).warnings  # (type conflicts of extra columns: said last)
+    finally:
+        if owned:
+            ex.close()
+    return run.finish(started, extra_warnings)
 
+
+def _claim(cfg: dict, output: str, publish: str | None, fp: str, fresh: bool) -> Layout:
+    """Make ``output`` (and the destination ``publish``) this run's, or refuse: another run's folder."""
     if publish:
         _check_destination(publish, fp, fresh)
     _claim_output_folder(output, fp, fresh)
@@ -380,120 +403,147 @@ def _run_locked(cfg: dict, files: list[str], output: str, publish: str | None, f
         write_json_atomic({"tool": "dataclean", "fingerprint": fp, "config_hash": config_hash(cfg)}, lay.owner)
     if publish:  # marks the destination as this run's from the start (a killed run is resumed, not refused)
         iofs.publish_file(lay.owner, iofs.join(publish, os.path.basename(lay.owner)))
+    return lay
+
+
+def _finished_already(lay: Layout, cfg: dict, files: list[str], fp: str, started: float) -> RunSummary | None:
+    """The summary of this very run when it finished before with all its products; else None (a finished run
+    that lacks a product is run again, its markers dropped)."""
+    from dataclean.exec import sanity
 
     final = load_marker(lay, "final")
-    if final and final.get("fingerprint") == fp:
-        missing = _missing_products(lay, cfg)
-        if not missing:
-            summary = _summary_from_disk(lay, resumed=len(files) * 2 + 1, started=started)
-            summary.warnings = [w for w in [sanity.mostly_bad_warning(output, sanity.mapping_of(cfg))] if w]
-            return summary
-        _say(f"note: the finished run in {output} lacks {missing}; running it again")
-        shutil.rmtree(os.path.join(lay.work, "markers"), ignore_errors=True)
+    if not (final and final.get("fingerprint") == fp):
+        return None
+    missing = _missing_products(lay, cfg)
+    if not missing:
+        summary = _summary_from_disk(lay, resumed=len(files) * 2 + 1, started=started)
+        summary.warnings = [w for w in [sanity.mostly_bad_warning(lay.root, sanity.mapping_of(cfg))] if w]
+        return summary
+    _say(f"note: the finished run in {lay.root} lacks {missing}; running it again")
+    shutil.rmtree(os.path.join(lay.work, "markers"), ignore_errors=True)
+    return None
 
-    cfg = scaled_partitions(cfg, files)
-    pipe = pipeline_for(cfg)
-    progress = _Progress(quiet)
-    owned = executor is None or isinstance(executor, str)
-    ex = make_executor(executor or "local", workers, ray_address, import_main=_stages_in_main(pipe)) \
-        if owned else executor
-    timings: dict[str, float] = {}
-    resumed = 0
-    try:
-        # -- pass 1 -----------------------------------------------------------------------------------
+
+@dataclass
+class _Phases:
+    """One run's phases and what they hand on: the pass-1 results, the failed inputs, the tasks resumed, the
+    seconds of each phase (for the manifest)."""
+
+    lay: Layout
+    cfg: dict
+    pipe: object
+    fp: str
+    output: str
+    publish: str | None
+    ex: object
+    progress: "_Progress"
+    p1: dict[int, dict] = field(default_factory=dict)
+    failed: list[dict] = field(default_factory=list)
+    resumed: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def _done(self, name: str) -> bool:
+        m = load_marker(self.lay, name)
+        return bool(m and m.get("fingerprint") == self.fp)
+
+    def plan(self, files: list[str]) -> list[TaskSpec]:
+        """One task per input file, with the config the stages derived (no worker derives it again)."""
+        task_cfg = self.pipe.task_config(self.cfg)
+        remember_pipeline(task_cfg, self.pipe)
+        return [TaskSpec(i, path, self.output, task_cfg, self.fp, self.publish) for i, path in enumerate(files)]
+
+    def pass1(self, specs: list[TaskSpec]) -> list[int]:
+        """Run the pass-1 tasks without a marker; return the tasks that read their input."""
+        from dataclean.exec import sanity
+
         t0 = time.time()
-        task_cfg = pipe.task_config(cfg)  # (with what the stages derived: no worker derives it again)
-        remember_pipeline(task_cfg, pipe)
-        specs = [TaskSpec(i, path, output, task_cfg, fp, publish) for i, path in enumerate(files)]
-        p1: dict[int, dict] = {}
         todo = []
         for spec in specs:
-            m = load_marker(lay, f"pass1-{spec.task:05d}")
-            if m and m.get("fingerprint") == fp:
-                p1[spec.task] = m
-                resumed += 1
+            if self._done(f"pass1-{spec.task:05d}"):
+                self.p1[spec.task] = load_marker(self.lay, f"pass1-{spec.task:05d}")
+                self.resumed += 1
             else:
                 todo.append(spec)
         if todo:  # new pass-1 outputs: the reduce tasks' candidates must be made again from them
-            clear_candidates(lay)
-        with progress.phase("pass 1", len(todo)) as tick:
-            for res in ex.map(pass1_task, todo, on_done=tick):
-                p1[res["task"]] = res
-        sanity.check_pass1(lay, [p1[i] for i in sorted(p1)], sanity.mapping_of(cfg), publish or output)
-        failed = [p1[i] for i in sorted(p1) if p1[i]["status"] != "ok"]
-        ok_tasks = [i for i in sorted(p1) if p1[i]["status"] == "ok"]
-        timings["pass1"] = round(time.time() - t0, 3)
+            clear_candidates(self.lay)
+        with self.progress.phase("pass 1", len(todo)) as tick:
+            for res in self.ex.map(pass1_task, todo, on_done=tick):
+                self.p1[res["task"]] = res
+        results = [self.p1[i] for i in sorted(self.p1)]
+        sanity.check_pass1(self.lay, results, sanity.mapping_of(self.cfg), self.publish or self.output)
+        self.failed = [r for r in results if r["status"] != "ok"]
+        self.timings["pass1"] = round(time.time() - t0, 3)
+        return [i for i in sorted(self.p1) if self.p1[i]["status"] == "ok"]
 
-        # -- global step ------------------------------------------------------------------------------
+    def global_step(self, files: list[str], ok_tasks: list[int]) -> None:
+        """The global step, unless its marker is there for these pass-1 tasks."""
         t0 = time.time()
-        g = load_marker(lay, "global")
-        if not (g and g.get("fingerprint") == fp and g.get("tasks") == ok_tasks):
-            for stale in files_in(lay.p("_work", "markers"), "pass2-*.json"):
+        g = load_marker(self.lay, "global")
+        if not (g and g.get("fingerprint") == self.fp and g.get("tasks") == ok_tasks):
+            for stale in files_in(self.lay.p("_work", "markers"), "pass2-*.json"):
                 os.remove(stale)  # pass-2 results belong to the global step that is about to be redone
-            doc_files = sorted(f for i in ok_tasks for f in files_in(lay.pass1_dir(i), "docs-*.parquet"))
+            doc_files = sorted(f for i in ok_tasks for f in files_in(self.lay.pass1_dir(i), "docs-*.parquet"))
             # the local workers stay for the global step's tasks and pass 2, with the kernels and imports their
             # tasks loaded (new ones made the first tasks of the global step and pass 2 ~0.1 s slower in all)
-            with progress.phase("global", 1) as tick, write_errors(os.path.join(output, "_work", "global")):
-                g = global_step(lay, cfg, pipe, doc_files, fp, ok_tasks, executor=ex)
+            with self.progress.phase("global", 1) as tick, write_errors(os.path.join(self.output, "_work", "global")):
+                global_step(self.lay, self.cfg, self.pipe, doc_files, self.fp, ok_tasks, executor=self.ex)
                 tick()
         else:
-            resumed += 1
-        timings["global"] = round(time.time() - t0, 3)
+            self.resumed += 1
+        self.timings["global"] = round(time.time() - t0, 3)
 
-        # -- pass 2 -----------------------------------------------------------------------------------
+    def pass2(self, specs: list[TaskSpec], ok_tasks: list[int]) -> None:
+        """Run the pass-2 tasks without a marker."""
         t0 = time.time()
         todo = []
         for i in ok_tasks:
-            m = load_marker(lay, f"pass2-{i:05d}")
-            if m and m.get("fingerprint") == fp:
-                resumed += 1
+            if self._done(f"pass2-{i:05d}"):
+                self.resumed += 1
             else:
                 todo.append(specs[i])
-        with progress.phase("pass 2", len(todo)) as tick:
-            ex.map(pass2_task, todo, on_done=tick)
-        timings["pass2"] = round(time.time() - t0, 3)
-        # (the extra columns' type conflicts, decided once by pass 2's first task: read from its cache, said last)
-        extra_warnings = extra_columns_plan(lay).warnings
-    finally:
-        if owned:
-            ex.close()
+        with self.progress.phase("pass 2", len(todo)) as tick:
+            self.ex.map(pass2_task, todo, on_done=tick)
+        self.timings["pass2"] = round(time.time() - t0, 3)
 
-    # -- stats, manifest, verify --------------------------------------------------------------------------
-    from dataclean.audit.manifest import write_manifest
-    from dataclean.audit.stats import write_stats
-    from dataclean.audit.verify import verify
+    def finish(self, started: float, extra_warnings: list[str]) -> RunSummary:
+        """Stats, manifest, verification, report; publish; the final marker; the summary."""
+        from dataclean.audit.manifest import write_manifest
+        from dataclean.audit.stats import write_stats
+        from dataclean.audit.verify import verify
+        from dataclean.exec import sanity
 
-    t0 = time.time()
-    stage_order = ["read"] + [s.name for s in pipe.stages if not s.is_global] + ["ids"] + \
-        [s.name for s in pipe.global_stages]
-    rewrites = {c: s.name for s in pipe.stages for c in getattr(s, "rewrite_columns", ())}
-    write_stats(output, stage_order, [p1[i] for i in sorted(p1)], rewrites)
-    failpoint("stats-written")
-    timings["stats"] = round(time.time() - t0, 3)
-    timings["total"] = round(time.time() - started, 3)
-    write_manifest(lay, cfg, fp, [p1[i] for i in sorted(p1)], timings, workers=ex.workers,
-                   executor=ex.name)
-    report = verify(output, full=False)  # the shards were just written and fsynced: their footers are enough
-    if cfg["output"]["report"]:
-        _write_report(output)
-    if publish and report.ok:
-        for name in PUBLISHED:
-            path = lay.p(name)
-            if os.path.isdir(path):
-                iofs.publish_tree(path, iofs.join(publish, name))
-            elif os.path.isfile(path):
-                iofs.publish_file(path, iofs.join(publish, name))
-    if report.ok and not failed:
-        write_json_atomic({"fingerprint": fp, "finished": time.time()}, lay.marker("final"))
-        shutil.rmtree(os.path.join(lay.work, "pass1"), ignore_errors=True)
-    elif not report.ok:
-        _say("verify: " + "; ".join(report.problems))
-    summary = _summary_from_disk(lay, resumed=resumed, started=started)
-    summary.verified = report.ok
-    summary.failed_inputs = [{"input": f["input"], "error": f["error"]} for f in failed]
-    summary.warnings = [w for w in [sanity.mostly_bad_warning(output, sanity.mapping_of(cfg))] if w]
-    summary.warnings = extra_warnings + summary.warnings
-    return summary
+        lay, cfg, pipe, output, publish = self.lay, self.cfg, self.pipe, self.output, self.publish
+        results = [self.p1[i] for i in sorted(self.p1)]
+        t0 = time.time()
+        stage_order = ["read"] + [s.name for s in pipe.stages if not s.is_global] + ["ids"] + \
+            [s.name for s in pipe.global_stages]
+        rewrites = {c: s.name for s in pipe.stages for c in s.rewrite_columns}
+        write_stats(output, stage_order, results, rewrites)
+        failpoint("stats-written")
+        self.timings["stats"] = round(time.time() - t0, 3)
+        self.timings["total"] = round(time.time() - started, 3)
+        write_manifest(lay, cfg, self.fp, results, self.timings, workers=self.ex.workers, executor=self.ex.name)
+        report = verify(output, full=False)  # the shards were just written and fsynced: their footers are enough
+        if cfg["output"]["report"]:
+            _write_report(output)
+        if publish and report.ok:
+            for name in PUBLISHED:
+                path = lay.p(name)
+                if os.path.isdir(path):
+                    iofs.publish_tree(path, iofs.join(publish, name))
+                elif os.path.isfile(path):
+                    iofs.publish_file(path, iofs.join(publish, name))
+        if report.ok and not self.failed:
+            write_json_atomic({"fingerprint": self.fp, "finished": time.time()}, lay.marker("final"))
+            shutil.rmtree(os.path.join(lay.work, "pass1"), ignore_errors=True)
+        elif not report.ok:
+            _say("verify: " + "; ".join(report.problems))
+        summary = _summary_from_disk(lay, resumed=self.resumed, started=started)
+        summary.verified = report.ok
+        summary.failed_inputs = [{"input": f["input"], "error": f["error"]} for f in self.failed]
+        summary.warnings = [w for w in [sanity.mostly_bad_warning(output, sanity.mapping_of(cfg))] if w]
+        summary.warnings = extra_warnings + summary.warnings
+        return summary
 
 
 #: The exit of a worker process that imports the caller's script, which calls ``run`` at its top level (see
