@@ -785,6 +785,7 @@ def _init_text(path: str) -> str:
     import yaml
 
     from dataclean.config import default_config
+    from dataclean.sections import InputSection, OutputSection
 
     cfg = default_config()
     stage = {s.get("stage"): s for s in cfg["pipeline"]}
@@ -793,14 +794,13 @@ def _init_text(path: str) -> str:
         text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10_000).strip()
         return text[:-3].strip() if text.endswith("\n...") else text
 
-    cols = cfg["input"]["columns"]
+    cols, out = InputSection.of(cfg).columns, OutputSection.of(cfg)
     text = _INIT_TEMPLATE.format(
-        path=path, text=v(cols["text"]), id=v(cols["id"]), source=v(cols["source"]),
-        default_source=v(cfg["input"]["default_source"]), allowed=v(stage["langid"].get("allowed")),
+        path=path, text=v(cols.text), id=v(cols.id), source=v(cols.source), default_source=v(cols.default_source), allowed=v(stage["langid"].get("allowed")),
         min_words=v(stage["gopher_quality"].get("min_words")), threshold=v(stage["minhash_dedup"].get("threshold")),
         qf_threshold=v(stage["quality_filter"].get("threshold")),
         qf_by_lang=v(stage["quality_filter"].get("by_lang") or {}),
-        rejected_text=v(cfg["output"]["rejected_text"]), report=v(cfg["output"]["report"]))
+        rejected_text=v(out.rejected_text), report=v(out.report))
     return "\n".join(re.sub(r"^(\s+\S.*?)\s+(# .*)$", lambda m: f"{m[1]:<34} {m[2]}", line)
                      for line in text.split("\n"))
 

@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from dataclean.io.fs import files_in
 from dataclean.quality.evaluate import UNKNOWN_LANG, normalize_lang, parse_labels, roc_auc
+from dataclean.sections import InputSection
 from dataclean.sql import sql_list
 
 
@@ -153,7 +154,7 @@ def _scores_for(labels: pa.Table, config: dict) -> np.ndarray:
     specs = [s for s in config["pipeline"] if s.get("stage") in ("normalize", "langid", "quality_score")]
     if not any(s["stage"] == "quality_score" for s in specs):
         return np.full(n, np.nan)
-    source = pc.fill_null(labels.column("source"), config["input"]["default_source"]).combine_chunks()
+    source = pc.fill_null(labels.column("source"), InputSection.of(config).default_source).combine_chunks()
     batch = pa.RecordBatch.from_pydict({"id": labels.column("id").combine_chunks(),
                                         "text": labels.column("text").combine_chunks(), "source": source,
                                         "lang": pa.nulls(n, pa.string())})

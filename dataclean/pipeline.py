@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataclean.schema import BASE_SIGNAL_FIELDS, DOC_FIELDS, LEDGER_FIELDS, OUTPUT_DOC_NAMES
+from dataclean.sections import OutputSection
 from dataclean.sources import KIND_COLUMN, KINDS, SourceKinds, row_mask
 from dataclean.stages import Stage, is_plugin, plugin_path, resolve_stage
 from dataclean.stages.base import Decisions, Filter, StageResult, with_columns
@@ -51,7 +52,7 @@ class Pipeline:
         if config.get("mixture"):
             from dataclean.stages.mixture import Mixture
             stages.append(Mixture(config["mixture"]))
-        return cls(stages, keep_rejected_text=config["output"]["rejected_text"],
+        return cls(stages, keep_rejected_text=OutputSection.of(config).rejected_text,
                    token_counter=TokenCounter.from_config(config.get("tokens")),
                    source_kinds=SourceKinds.from_config(config))
 

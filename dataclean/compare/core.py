@@ -27,8 +27,8 @@ from dataclean.compare.stats import (
     top_ngrams,
 )
 from dataclean.config import ConfigError, resolve_config
-from dataclean.io.readers import ColumnMapping
 from dataclean.io.writers import WriteError, write_text_atomic
+from dataclean.sections import InputSection
 from dataclean.text.tokenize import words_batch
 from dataclean.tokens import TokenCounter
 
@@ -166,9 +166,7 @@ def compare(reference: str, candidate: str, output_dir: str | None = None, gates
         cfg = resolve_config(config)
     except ConfigError as exc:
         raise CompareError(str(exc)) from None
-    cols = cfg["input"]["columns"]
-    mapping = ColumnMapping(text=cols["text"], id=cols.get("id"), source=cols.get("source"), url=cols.get("url"),
-                            lang=cols.get("lang"), default_source=cfg["input"]["default_source"])
+    mapping = InputSection.of(cfg).columns
     stages = build_signal_stages(cfg)
     try:
         counter = TokenCounter.from_config(cfg.get("tokens"))

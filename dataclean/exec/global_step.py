@@ -28,6 +28,7 @@ from dataclean.failpoints import failpoint
 from dataclean.io.writers import tmp_name, write_json_atomic
 from dataclean.layout import Layout
 from dataclean.pipeline import build_stage
+from dataclean.sections import GlobalSection
 from dataclean.sql import sql_list, sql_string
 
 
@@ -68,10 +69,10 @@ class GlobalContext:
 
 
 def connect(cfg: dict, lay: Layout) -> duckdb.DuckDBPyConnection:
-    g = cfg["global"]
-    tmp = g["temp_directory"] or os.path.join(lay.work, "duckdb_tmp")
+    g = GlobalSection.of(cfg)
+    tmp = g.temp_directory or os.path.join(lay.work, "duckdb_tmp")
     os.makedirs(tmp, exist_ok=True)
-    return shuffle.duckdb_connection(g["duckdb_memory_limit"], g["duckdb_threads"], tmp)
+    return shuffle.duckdb_connection(g.duckdb_memory_limit, g.duckdb_threads, tmp)
 
 
 def shuffle_kinds(pipeline) -> dict[str, tuple[str, object]]:
@@ -88,8 +89,9 @@ def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: 
     """Reduce every partition of every kind whose marker is missing, through ``executor``, in as many tasks as
     :meth:`~dataclean.exec.base.Executor.reduce_tasks` says (in this process: one). One result per partition
     and kind."""
+    g = GlobalSection.of(cfg)
     jobs = []
-    for p in range(int(cfg["global"]["partitions"])):
+    for p in range(int(g.partitions)):
         todo = []
         for kind, (sql, _) in shuffle_kinds(pipeline).items():
             if shuffle.finished(lay, kind, p, fingerprint, tasks) is None:
@@ -99,9 +101,9 @@ def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: 
     if not jobs:
         return []
     n = 1 if executor is None else executor.reduce_tasks(len(jobs))
-    shuffle.clear_spill_folders(lay.root, cfg["global"]["temp_directory"])  # (a killed run's)
-    specs = [shuffle.ReduceSpec(tuple(jobs[i::n]), lay.root, tuple(tasks), cfg["global"]["task_memory_limit"],
-                                fingerprint, cfg["global"]["temp_directory"]) for i in range(n)]
+    shuffle.clear_spill_folders(lay.root, g.temp_directory)  # (a killed run's)
+    specs = [shuffle.ReduceSpec(tuple(jobs[i::n]), lay.root, tuple(tasks), g.task_memory_limit, fingerprint,
+                                g.temp_directory) for i in range(n)]
     if executor is None:
         done = [shuffle.reduce_task(spec) for spec in specs]
     else:
@@ -174,7 +176,7 @@ def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerpr
     con.close()
     os.replace(tmp, lay.removals)
     failpoint("global-written")
-    if not cfg["global"]["temp_directory"]:  # a user-given temp folder is not ours to delete
+    if not GlobalSection.of(cfg).temp_directory:  # a user-given temp folder is not ours to delete
         shutil.rmtree(os.path.join(lay.work, "duckdb_tmp"), ignore_errors=True)
     result = {"removed": counts, "fingerprint": fingerprint, "tasks": tasks, "seconds": round(time.time() - started, 3)}
     write_json_atomic(result, lay.marker("global"))

@@ -32,6 +32,7 @@ from dataclean.io.readers import discover_inputs
 from dataclean.io.warc import WARC_HTML_SUFFIXES
 from dataclean.io.writers import write_errors, write_json_atomic
 from dataclean.layout import OWNED_ENTRIES, Layout, load_marker
+from dataclean.sections import GlobalSection, OutputSection, with_partitions
 
 
 @dataclass
@@ -169,14 +170,14 @@ PARTITION_MIN_INPUT_BYTES = 64 << 10
 def scaled_partitions(cfg: dict, files: list[str]) -> dict:
     """``cfg`` with ``global.partitions`` at most the inputs' total size over :data:`PARTITION_MIN_INPUT_BYTES`
     (at least 1): sample_data (2.2 MB) keeps the default 8, a 100 kB input gets 1."""
-    parts = cfg["global"]["partitions"]
+    parts = GlobalSection.of(cfg).partitions
     if parts <= 1:
         return cfg
     total = sum(iofs.stat(p)[0] for p in files)
     fit = max(1, min(parts, total // PARTITION_MIN_INPUT_BYTES))
     if fit == parts:
         return cfg
-    return {**cfg, "global": {**cfg["global"], "partitions": int(fit)}}
+    return with_partitions(cfg, fit)
 
 
 def with_dedup_against(cfg: dict, folders: list[str]) -> dict:
@@ -524,7 +525,7 @@ class _Phases:
         self.timings["total"] = round(time.time() - started, 3)
         write_manifest(lay, cfg, self.fp, results, self.timings, workers=self.ex.workers, executor=self.ex.name)
         report = verify(output, full=False)  # the shards were just written and fsynced: their footers are enough
-        if cfg["output"]["report"]:
+        if OutputSection.of(cfg).report:
             _write_report(output)
         if publish and report.ok:
             for name in PUBLISHED:
@@ -586,7 +587,7 @@ def _missing_products(lay: Layout, cfg: dict) -> str:
     except (OSError, ValueError):
         return "manifest.json"
     wanted = {"stats/summary.json": None, **outputs}
-    if cfg["output"]["report"]:
+    if OutputSection.of(cfg).report:
         wanted["report.html"] = None
     for rel, size in sorted(wanted.items()):
         try:

@@ -29,6 +29,7 @@ from dataclean.exec.errors import RunError
 from dataclean.io.fs import files_in
 from dataclean.io.readers import ColumnMapping, ReadChunk, read_shard, text_column_hint
 from dataclean.io.warc import HTML_META_PATTERN, is_warc
+from dataclean.sections import InputSection
 
 #: Records read from each input by the driver's check (a batch; the readers' batch size for this read).
 FIRST_BATCH_ROWS = 256
@@ -43,9 +44,7 @@ class InputSanityError(RunError):
 
 
 def mapping_of(cfg: dict) -> ColumnMapping:
-    cols = cfg["input"]["columns"]
-    return ColumnMapping(text=cols["text"], id=cols["id"], source=cols["source"], url=cols["url"],
-                         lang=cols["lang"], default_source=cfg["input"]["default_source"])
+    return InputSection.of(cfg).columns
 
 
 #: The cause of a record over ``input.max_record_bytes``: a property of one record, never a sign that the

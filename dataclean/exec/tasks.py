@@ -23,9 +23,7 @@ from dataclean.failpoints import failpoint
 from dataclean.io import fs as iofs
 from dataclean.io.fs import files_in
 from dataclean.io.readers import (
-    DEFAULT_MAX_RECORD_BYTES,
     EXTRA_JSON_KEY,
-    ColumnMapping,
     InputFileError,
     _safe_json,
     read_shard,
@@ -34,6 +32,7 @@ from dataclean.io.writers import WORK_CODEC, ShardWriter, WriteError, tmp_name, 
 from dataclean.layout import Layout
 from dataclean.pipeline import Pipeline, conform
 from dataclean.schema import EXTRA_FIELD_METADATA
+from dataclean.sections import GlobalSection, InputSection, OutputSection
 from dataclean.stages.base import with_columns
 
 _PIPELINES: dict[str, Pipeline] = {}
@@ -98,36 +97,32 @@ def pass1_task(spec: TaskSpec) -> dict:
     folder = lay.pass1_dir(spec.task)
     os.makedirs(folder, exist_ok=True)
     _clear(files_in(folder, "*") + files_in(folder, ".*"))
-    docs = ShardWriter(folder, "docs", pipe.survivor_schema(), max_rows=cfg["output"]["shard_max_rows"],
-                       max_bytes=cfg["output"]["shard_max_mb"] << 20, codec=WORK_CODEC)
+    out, inp, partitions = OutputSection.of(cfg), InputSection.of(cfg), GlobalSection.of(cfg).partitions
+    docs = ShardWriter(folder, "docs", pipe.survivor_schema(), max_rows=out.shard_max_rows,
+                       max_bytes=out.shard_max_bytes, codec=WORK_CODEC)
     # the ledger part of pass 1 is final as written: pass 2 links these files into rejected/
-    rejected = ShardWriter(folder, "rejected", pipe.ledger_schema(), max_rows=cfg["output"]["shard_max_rows"],
-                           max_bytes=cfg["output"]["shard_max_mb"] << 20)
-    cols = cfg["input"]["columns"]
-    mapping = ColumnMapping(text=cols["text"], id=cols["id"], source=cols["source"], url=cols["url"],
-                            lang=cols["lang"], default_source=cfg["input"]["default_source"])
-    max_record_bytes = cfg["input"].get("max_record_bytes", DEFAULT_MAX_RECORD_BYTES)
+    rejected = ShardWriter(folder, "rejected", pipe.ledger_schema(), max_rows=out.shard_max_rows,
+                           max_bytes=out.shard_max_bytes)
     records = bad = kept = 0
     by_source: dict[str, int] = {}
     skipped: dict[str, int] = {}  # records that are not documents (WARC requests, images...), by kind
     blocked: dict[str, int] = {}  # url_filter removals by the category of the list that blocked them
     nbytes = 0
     # key rows of the global step's grouped decisions, partitioned for its reduce tasks (exec/shuffle.py)
-    keyed = [(shuffle.id_rows, shuffle.ShuffleWriter(folder, "ids", shuffle.ID_SCHEMA, cfg["global"]["partitions"]))]
-    keyed += [(stage.shuffle_rows, shuffle.ShuffleWriter(folder, stage.name, stage.shuffle_schema,
-                                                         cfg["global"]["partitions"]))
+    keyed = [(shuffle.id_rows, shuffle.ShuffleWriter(folder, "ids", shuffle.ID_SCHEMA, partitions))]
+    keyed += [(stage.shuffle_rows, shuffle.ShuffleWriter(folder, stage.name, stage.shuffle_schema, partitions))
               for stage in pipe.global_stages if stage.shuffles]
     extras = _ExtraWriter(folder, set(pipe.survivor_schema().names) | set(pipe.output_schema().names), cfg)
     try:
         before = _stat_or_none(spec.input_path)  # what the manifest records: the file as it was when read
-        for chunk in read_shard(spec.input_path, spec.task, mapping, cfg["input"]["batch_rows"], max_record_bytes):
+        for chunk in read_shard(spec.input_path, spec.task, inp.columns, inp.batch_rows, inp.max_record_bytes):
             records += chunk.n_records
             _add_counts(skipped, chunk.skipped)
             nbytes += pc.sum(pc.binary_length(chunk.docs.column("text"))).as_py() or 0
-            _add_counts(by_source, _value_counts(chunk.docs.column("source"), mapping.default_source))
+            _add_counts(by_source, _value_counts(chunk.docs.column("source"), inp.columns.default_source))
             if chunk.bad is not None:
                 bad += chunk.bad.num_rows
-                _add_counts(by_source, _value_counts(chunk.bad.column("source"), mapping.default_source))
+                _add_counts(by_source, _value_counts(chunk.bad.column("source"), inp.columns.default_source))
                 rejected.write(conform(chunk.bad, pipe.ledger_schema()))
             outcome = pipe.process(chunk.docs)
             docs.write(outcome.kept)
@@ -239,13 +234,13 @@ def pass2_task(spec: TaskSpec) -> dict:
     out_schema, ledger_schema = pipe.output_schema(), pipe.ledger_schema()
     out_schema = pa.schema(list(out_schema) + plan.fields)
     extra_rows = _ExtraRows(sorted(files_in(lay.pass1_dir(spec.task), "extra*-*.parquet")), plan)
-    data = ShardWriter(lay.data, prefix, out_schema, max_rows=cfg["output"]["shard_max_rows"],
-                       max_bytes=cfg["output"]["shard_max_mb"] << 20,
-                       row_group_rows=cfg["output"]["row_group_rows"])
+    out = OutputSection.of(cfg)
+    data = ShardWriter(lay.data, prefix, out_schema, max_rows=out.shard_max_rows, max_bytes=out.shard_max_bytes,
+                       row_group_rows=out.row_group_rows)
     # per-document artifacts of the kept documents a global stage wants (MinHash bands for --dedup-against)
     # (shards of as many documents as data/'s: a band file holds a row per band of each)
     kept_writers = [(stage, {name: ShardWriter(os.path.join(lay.dedup, name), prefix, schema,
-                                               max_rows=cfg["output"]["shard_max_rows"] * _rows_per_doc(stage, name))
+                                               max_rows=out.shard_max_rows * _rows_per_doc(stage, name))
                              for name, schema in stage.kept_schemas.items()})
                     for stage in pipe.global_stages if stage.kept_schemas]
     ledger_parts = []  # removals of the global step; pass 1's ledger files are linked, not rewritten
@@ -256,7 +251,7 @@ def pass2_task(spec: TaskSpec) -> dict:
         suffix = repeats_suffix(pq.read_schema(lay.repeats))
     kept = copies = 0
     for path in sorted(files_in(lay.pass1_dir(spec.task), "docs-*.parquet")):
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=cfg["input"]["batch_rows"]):
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=InputSection.of(cfg).batch_rows):
             if plan.fields:
                 batch = with_columns(batch, extra_rows.for_keys(batch.column("doc_key")))
             gone = pc.is_in(batch.column("doc_key"), value_set=rem_keys) if len(rem_keys) else None
@@ -275,8 +270,8 @@ def pass2_task(spec: TaskSpec) -> dict:
             else:
                 data.write(conform(batch, out_schema))
     ledger = pa.Table.from_batches(ledger_parts, schema=ledger_schema)  # in input order already
-    rej = ShardWriter(lay.rejected, prefix + "-global", ledger_schema, max_rows=cfg["output"]["shard_max_rows"],
-                      max_bytes=cfg["output"]["shard_max_mb"] << 20)
+    rej = ShardWriter(lay.rejected, prefix + "-global", ledger_schema, max_rows=out.shard_max_rows,
+                      max_bytes=out.shard_max_bytes)
     try:
         rej.write(ledger)
         for _, writers in kept_writers:
@@ -373,7 +368,8 @@ class _ExtraWriter:
 
     def __init__(self, folder: str, reserved: set, cfg: dict):
         self.folder, self.reserved = folder, reserved | {"doc_key"}
-        self.max_rows, self.max_bytes = cfg["output"]["shard_max_rows"], cfg["output"]["shard_max_mb"] << 20
+        out = OutputSection.of(cfg)
+        self.max_rows, self.max_bytes = out.shard_max_rows, out.shard_max_bytes
         self.writers: list[ShardWriter] = []
 
     def write(self, chunk, kept: pa.RecordBatch) -> None:
