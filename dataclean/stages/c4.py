@@ -209,138 +209,55 @@ class C4(Stage):
             if "end_marks" in overrides:
                 _check_marks(f"c4.by_lang.{code}.end_marks", overrides["end_marks"])
 
-    # -- the stage ------------------------------------------------------------------------------------
+    # -- the stage: the line rules in the paper's order, then the page rules ----------------------------
     def apply(self, batch: pa.RecordBatch) -> StageResult:
         text = batch_text(batch)
         n = len(text)
-
         source_text, unwrapped = join_wrapped_lines(text) if self.unwrap_lines else (text, np.zeros(n, np.int64))
-
-        lines = lines_batch(source_text)
-        parent = pc.list_parent_indices(lines).to_numpy()
-        flat = pc.utf8_trim_whitespace(pc.list_flatten(lines))
-        n_lines = len(flat)
-        line_len = pc.utf8_length(flat).to_numpy(zero_copy_only=False)
-        nonblank = line_len > 0
-
-        def per_doc(mask: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-            w = None if weights is None else weights[mask]
-            return np.bincount(parent[mask], weights=w, minlength=n).astype(np.int64)
-
-        def none() -> np.ndarray:
-            return np.zeros(n_lines, dtype=bool)
-
-        # 1. a word longer than max_word_length: only lines longer than the limit are looked at (rare)
-        long_word = none()
-        max_word = lang_numbers(self, batch, "max_word_length")[parent]
-        for i in np.flatnonzero(nonblank & (line_len > np.nan_to_num(max_word, nan=np.inf))):
-            limit = int(max_word[i])
-            long_word[i] = re.search(f"[^{_LONG_WORD_BREAK}]{{{limit + 1},}}", flat[int(i)].as_py()) is not None
-
-        # 2. citation markers
-        citations = np.zeros(n_lines, dtype=np.int64)
-        if self.remove_citations and n_lines:
-            # (a citation needs a "[": the regex runs only on the lines that hold one)
-            bracket = np.flatnonzero(pc.match_substring(flat, "[").to_numpy(zero_copy_only=False))
-            if len(bracket):
-                counted = pc.count_substring_regex(flat.take(pa.array(bracket)), CITATION)
-                citations[bracket] = counted.to_numpy(zero_copy_only=False)
-            if citations.any():
-                flat = pc.utf8_trim_whitespace(pc.replace_substring_regex(flat, CITATION, ""))
-                line_len = pc.utf8_length(flat).to_numpy(zero_copy_only=False)
-        emptied = nonblank & ~long_word & (line_len == 0)  # only citation markers: no end mark either
-        alive = nonblank & ~long_word & ~emptied
-
-        # 3. terminal punctuation (per language), after trimming unterminated CJK tails where asked
-        no_end, trimmed = none(), none()
-        marks, mark_group = lang_groups(self, batch, "end_marks")
-        if n_lines and any(marks):
-            line_group = mark_group[parent]
-            ends_ok = self._ends_ok(flat, marks, line_group)
-            trim = alive & ~ends_ok & lang_flags(self, batch, "trim_unterminated")[parent]
-            for tail, end in ((TRIM_TAIL, "[。！？]"), (TRIM_TAIL_LATIN, r"[.!?]")):
-                idx = np.flatnonzero(trim & ~ends_ok)
-                if len(idx):  # only lines with a sentence end before their unterminated tail are cut
-                    idx = idx[pc.match_substring_regex(flat.take(pa.array(idx)), end).to_numpy(zero_copy_only=False)]
-                if len(idx):
-                    cut = pc.replace_substring_regex(flat.take(pa.array(idx)), tail, r"\1")
-                    flat = _scatter(flat, idx, cut)
-                    ends_ok[idx] = self._ends_ok(cut, marks, line_group[idx])
-                    trimmed[idx] = ends_ok[idx]
-            no_end = alive & ~ends_ok
+        lines = _Lines.of(source_text)
+        long_word = self._long_words(batch, lines)  # 1.
+        citations = self._remove_citations(lines)  # 2.
+        emptied = lines.nonblank & ~long_word & (lines.length == 0)  # only citation markers: no end mark either
+        alive = lines.nonblank & ~long_word & ~emptied
+        no_end, trimmed = self._end_marks(batch, lines, alive)  # 3.
         no_end |= emptied
         alive &= ~no_end
-
-        # 4. too few words, counted on the lines still alive
-        few_words = none()
-        min_words = lang_numbers(self, batch, "min_words_per_line")[parent]
-        idx = np.flatnonzero(alive & ~np.isnan(min_words))
-        if len(idx):
-            # counting words is the slow part: only lines whose cheap lower bound is short are counted
-            lines_checked = flat.take(pa.array(idx))
-            if kernels.enabled():  # counting is cheap there: count every line
-                bound = np.zeros(len(idx))
-            else:
-                bound = pc.count_substring_regex(lines_checked, WORD_LOWER_BOUND).to_numpy(zero_copy_only=False)
-            unsure = np.flatnonzero(bound < min_words[idx])
-            if len(unsure):
-                counts = count_words(lines_checked.take(pa.array(unsure)))
-                few_words[idx[unsure]] = counts < min_words[idx[unsure]]
+        few_words = self._few_words(batch, lines, alive)  # 4.
         alive &= ~few_words
-
-        # 5–8. phrases, on the lines that survived 1–4
-        def contains(pattern: str, regex: bool = False, ignore_case: bool = True) -> np.ndarray:
-            out = none()
-            idx = np.flatnonzero(alive)
-            if len(idx):
-                match = pc.match_substring_regex if regex else pc.match_substring
-                found = match(flat.take(pa.array(idx)), pattern, ignore_case=ignore_case)
-                out[idx] = found.to_numpy(zero_copy_only=False)
-            return out
-
-        lorem = contains("lorem ipsum") if self.lorem_ipsum else none()
-        js = contains("javascript") if self.javascript else none()
+        lorem = lines.contains(alive, "lorem ipsum") if self.lorem_ipsum else lines.none()  # 5.-8.
+        js = lines.contains(alive, "javascript") if self.javascript else lines.none()
         alive &= ~js
-        curly = contains("{", ignore_case=False)
-        policy = none()
+        curly = lines.contains(alive, "{", ignore_case=False)
+        policy = lines.none()
         if self.policy_substrings:
-            policy = contains("|".join(re.escape(p) for p in self.policy_substrings), regex=True)
+            policy = lines.contains(alive, "|".join(re.escape(p) for p in self.policy_substrings), regex=True)
         kept = alive & ~policy
-        removed_lines = _removed_lines(flat, parent, n, nonblank & ~kept, kept,
+        removed_lines = _removed_lines(lines.flat, lines.parent, n, lines.nonblank & ~kept, kept,
                                        [(long_word, "long_word"), (no_end, "no_end_mark"), (few_words, "few_words"),
                                         (js, "javascript"), (policy, "policy")])
 
         # sentences on the kept lines; the cleaned text is the kept lines joined per document
-        sentences = np.zeros(n_lines, dtype=np.int64)
+        sentences = np.zeros(len(lines.flat), dtype=np.int64)
         if kept.any():
             idx = np.flatnonzero(kept)
-            counted = pc.count_substring_regex(flat.take(pa.array(idx)), SENTENCE_END)
+            counted = pc.count_substring_regex(lines.take(idx), SENTENCE_END)
             sentences[idx] = np.maximum(counted.to_numpy(zero_copy_only=False), 1)
-        kept_counts = per_doc(kept)
+        kept_counts = lines.per_doc(kept)
         offsets = np.zeros(n + 1, dtype=np.int32)
         np.cumsum(kept_counts, out=offsets[1:])
-        cleaned = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), flat.filter(pa.array(kept))), "\n")
+        cleaned = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), lines.flat.filter(pa.array(kept))), "\n")
 
-        doc_sentences = per_doc(kept, sentences)
-        doc_lorem = per_doc(lorem) > 0
-        doc_curly = per_doc(curly)
-        lines_before = per_doc(nonblank)
+        doc_sentences = lines.per_doc(kept, sentences)
+        doc_lorem = lines.per_doc(lorem) > 0
+        doc_curly = lines.per_doc(curly)
+        lines_before = lines.per_doc(lines.nonblank)
         chars_removed = (pc.utf8_length(text).to_numpy(zero_copy_only=False).astype(np.int64)
                          - pc.utf8_length(cleaned).to_numpy(zero_copy_only=False).astype(np.int64))
-
-        curly_applies = np.full(n, self.curly_bracket)
-        if self.curly_bracket and self.curly_bracket_sources is not None:
-            # names, globs or kinds: `web` covers every source of kind web (the pipeline's source_kind column)
-            curly_applies = np.zeros(n, bool)
-            for column in ("source", KIND_COLUMN):
-                if column in batch.schema.names:
-                    curly_applies |= row_mask(batch.column(column), self.curly_bracket_sources)
+        curly_fail = self._curly_applies(batch, n) & (doc_curly > 0)
         min_sentences = lang_numbers(self, batch, "min_sentences")
-        lorem_fail = doc_lorem
-        curly_fail = curly_applies & (doc_curly > 0)
         few_sentences = ~np.isnan(min_sentences) & (doc_sentences < np.nan_to_num(min_sentences, nan=0.0))
         empty = kept_counts == 0
-        removed = lorem_fail | curly_fail | few_sentences | empty
+        removed = doc_lorem | curly_fail | few_sentences | empty
 
         out = with_columns(batch, {
             "text": pc.if_else(pa.array(removed), text, cleaned),
@@ -349,13 +266,13 @@ class C4(Stage):
             "c4_lines_removed": pa.array(lines_before - kept_counts),
             "c4_chars_removed": pa.array(chars_removed),
             "c4_lines_unwrapped": pa.array(unwrapped),
-            "c4_lines_trimmed": pa.array(per_doc(trimmed)),
-            "c4_lines_long_word": pa.array(per_doc(long_word)),
-            "c4_lines_no_end_mark": pa.array(per_doc(no_end)),
-            "c4_lines_few_words": pa.array(per_doc(few_words)),
-            "c4_lines_javascript": pa.array(per_doc(js)),
-            "c4_lines_policy": pa.array(per_doc(policy)),
-            "c4_citations_removed": pa.array(per_doc(nonblank, citations)),
+            "c4_lines_trimmed": pa.array(lines.per_doc(trimmed)),
+            "c4_lines_long_word": pa.array(lines.per_doc(long_word)),
+            "c4_lines_no_end_mark": pa.array(lines.per_doc(no_end)),
+            "c4_lines_few_words": pa.array(lines.per_doc(few_words)),
+            "c4_lines_javascript": pa.array(lines.per_doc(js)),
+            "c4_lines_policy": pa.array(lines.per_doc(policy)),
+            "c4_citations_removed": pa.array(lines.per_doc(lines.nonblank, citations)),
             "c4_lorem_ipsum": pa.array(doc_lorem),
             "c4_curly_lines": pa.array(doc_curly),
             "c4_sentences": pa.array(doc_sentences),
@@ -363,7 +280,7 @@ class C4(Stage):
             "c4_removed_lines": pc.if_else(pa.array(removed), pa.scalar("", pa.string()), removed_lines),
         })
         checks = [
-            Check("c4_lorem_ipsum", "placeholder_text", pa.array(lorem_fail), value=1.0, threshold=0.0),
+            Check("c4_lorem_ipsum", "placeholder_text", pa.array(doc_lorem), value=1.0, threshold=0.0),
             Check("c4_curly_bracket", "code", pa.array(curly_fail), value=pa.array(doc_curly.astype(float)),
                   threshold=0.0),
             Check("c4_too_few_sentences", "too_short", pa.array(few_sentences),
@@ -372,6 +289,80 @@ class C4(Stage):
             Check("c4_empty", "empty_text", pa.array(empty), value=0.0, threshold=0.0),
         ]
         return StageResult(out, Decisions.from_checks(n, checks))
+
+    def _long_words(self, batch: pa.RecordBatch, lines: "_Lines") -> np.ndarray:
+        """1. Lines with a word longer than ``max_word_length`` (only lines longer than the limit are looked at:
+        rare)."""
+        long_word = lines.none()
+        max_word = lang_numbers(self, batch, "max_word_length")[lines.parent]
+        for i in np.flatnonzero(lines.nonblank & (lines.length > np.nan_to_num(max_word, nan=np.inf))):
+            limit = int(max_word[i])
+            long_word[i] = re.search(f"[^{_LONG_WORD_BREAK}]{{{limit + 1},}}", lines.flat[int(i)].as_py()) is not None
+        return long_word
+
+    def _remove_citations(self, lines: "_Lines") -> np.ndarray:
+        """2. Delete citation markers from every line; the count per line. (A citation needs a "[": the regex
+        runs only on the lines that hold one.)"""
+        citations = np.zeros(len(lines.flat), dtype=np.int64)
+        if not self.remove_citations or not len(lines.flat):
+            return citations
+        bracket = np.flatnonzero(pc.match_substring(lines.flat, "[").to_numpy(zero_copy_only=False))
+        if len(bracket):
+            citations[bracket] = pc.count_substring_regex(lines.take(bracket), CITATION).to_numpy(zero_copy_only=False)
+        if citations.any():
+            lines.replace(pc.utf8_trim_whitespace(pc.replace_substring_regex(lines.flat, CITATION, "")))
+        return citations
+
+    def _end_marks(self, batch: pa.RecordBatch, lines: "_Lines", alive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """3. Lines without their language's terminal punctuation, after trimming unterminated tails where asked;
+        and the lines so trimmed."""
+        no_end, trimmed = lines.none(), lines.none()
+        marks, mark_group = lang_groups(self, batch, "end_marks")
+        if not len(lines.flat) or not any(marks):
+            return no_end, trimmed
+        line_group = mark_group[lines.parent]
+        ends_ok = self._ends_ok(lines.flat, marks, line_group)
+        trim = alive & ~ends_ok & lang_flags(self, batch, "trim_unterminated")[lines.parent]
+        for tail, end in ((TRIM_TAIL, "[。！？]"), (TRIM_TAIL_LATIN, r"[.!?]")):
+            idx = np.flatnonzero(trim & ~ends_ok)
+            if len(idx):  # only lines with a sentence end before their unterminated tail are cut
+                idx = idx[pc.match_substring_regex(lines.take(idx), end).to_numpy(zero_copy_only=False)]
+            if len(idx):
+                cut = pc.replace_substring_regex(lines.take(idx), tail, r"\1")
+                lines.flat = _scatter(lines.flat, idx, cut)
+                ends_ok[idx] = self._ends_ok(cut, marks, line_group[idx])
+                trimmed[idx] = ends_ok[idx]
+        return alive & ~ends_ok, trimmed
+
+    def _few_words(self, batch: pa.RecordBatch, lines: "_Lines", alive: np.ndarray) -> np.ndarray:
+        """4. Lines of the ``alive`` ones with fewer than ``min_words_per_line`` words. Counting words is the
+        slow part: without the kernels only lines whose cheap lower bound is short are counted."""
+        few_words = lines.none()
+        min_words = lang_numbers(self, batch, "min_words_per_line")[lines.parent]
+        idx = np.flatnonzero(alive & ~np.isnan(min_words))
+        if not len(idx):
+            return few_words
+        checked = lines.take(idx)
+        if kernels.enabled():  # counting is cheap there: count every line
+            bound = np.zeros(len(idx))
+        else:
+            bound = pc.count_substring_regex(checked, WORD_LOWER_BOUND).to_numpy(zero_copy_only=False)
+        unsure = np.flatnonzero(bound < min_words[idx])
+        if len(unsure):
+            counts = count_words(checked.take(pa.array(unsure)))
+            few_words[idx[unsure]] = counts < min_words[idx[unsure]]
+        return few_words
+
+    def _curly_applies(self, batch: pa.RecordBatch, n: int) -> np.ndarray:
+        """Per document: does the curly-bracket page rule apply to its source (names, globs or kinds: ``web``
+        covers every source of kind web, the pipeline's source_kind column)?"""
+        applies = np.full(n, self.curly_bracket)
+        if self.curly_bracket and self.curly_bracket_sources is not None:
+            applies = np.zeros(n, bool)
+            for column in ("source", KIND_COLUMN):
+                if column in batch.schema.names:
+                    applies |= row_mask(batch.column(column), self.curly_bracket_sources)
+        return applies
 
     @staticmethod
     def _ends_ok(lines: pa.Array, marks: list, group: np.ndarray) -> np.ndarray:
@@ -397,6 +388,46 @@ class C4(Stage):
                 hit |= pc.is_in(before, value_set=value_set).to_numpy(zero_copy_only=False)
                 ok[sel] = (hit & ~ellipsis)[sel]
         return ok
+
+
+class _Lines:
+    """The trimmed lines of a batch's documents, flattened, as the line rules see them: ``flat`` (one string per
+    line), ``parent`` (its document), ``length`` (its characters) and ``nonblank``."""
+
+    def __init__(self, flat: pa.Array, parent: np.ndarray, n_docs: int):
+        self.flat, self.parent, self.n_docs = flat, parent, n_docs
+        self.length = pc.utf8_length(flat).to_numpy(zero_copy_only=False)
+        self.nonblank = self.length > 0
+
+    @classmethod
+    def of(cls, texts: pa.Array) -> "_Lines":
+        lines = lines_batch(texts)
+        return cls(pc.utf8_trim_whitespace(pc.list_flatten(lines)), pc.list_parent_indices(lines).to_numpy(),
+                   len(texts))
+
+    def replace(self, flat: pa.Array) -> None:
+        """New text for every line (``nonblank`` stays that of the lines as split)."""
+        self.flat = flat
+        self.length = pc.utf8_length(flat).to_numpy(zero_copy_only=False)
+
+    def none(self) -> np.ndarray:
+        return np.zeros(len(self.flat), dtype=bool)
+
+    def take(self, idx: np.ndarray) -> pa.Array:
+        return self.flat.take(pa.array(idx))
+
+    def per_doc(self, mask: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        w = None if weights is None else weights[mask]
+        return np.bincount(self.parent[mask], weights=w, minlength=self.n_docs).astype(np.int64)
+
+    def contains(self, among: np.ndarray, pattern: str, regex: bool = False, ignore_case: bool = True) -> np.ndarray:
+        """Which lines of ``among`` contain ``pattern`` (5.-8.: the phrase rules, on the lines still kept)."""
+        out = self.none()
+        idx = np.flatnonzero(among)
+        if len(idx):
+            match = pc.match_substring_regex if regex else pc.match_substring
+            out[idx] = match(self.take(idx), pattern, ignore_case=ignore_case).to_numpy(zero_copy_only=False)
+        return out
 
 
 RECORD_LINES = 8  # removed lines recorded per document in c4_removed_lines
