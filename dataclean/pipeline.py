@@ -21,7 +21,7 @@ from dataclean.schema import BASE_SIGNAL_FIELDS, DOC_FIELDS, LEDGER_FIELDS, OUTP
 from dataclean.sections import OutputSection
 from dataclean.sources import KIND_COLUMN, KINDS, SourceKinds, row_mask
 from dataclean.stages import Stage, is_plugin, plugin_path, resolve_stage
-from dataclean.stages.base import Decisions, Filter, StageResult, with_columns
+from dataclean.stages.base import Decisions, Filter, GlobalStage, StageResult, with_columns
 from dataclean.text.tokenize import WORDS_COLUMN
 from dataclean.tokens import TokenCounter, count_chars
 
@@ -95,8 +95,8 @@ class Pipeline:
         return pa.schema(fields)
 
     @property
-    def global_stages(self) -> list[Stage]:
-        return [s for s in self.stages if s.is_global]
+    def global_stages(self) -> list[GlobalStage]:
+        return [s for s in self.stages if isinstance(s, GlobalStage)]
 
     # -- processing ---------------------------------------------------------------------------------------
     def process(self, batch: pa.RecordBatch) -> BatchOutcome:

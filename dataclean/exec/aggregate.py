@@ -99,6 +99,7 @@ def map_task(spec: MapSpec) -> pa.Table:
                       "tok": pc.fill_null(pc.cast(t.column("n_tokens"), pa.int64()), 0)})
         t = t.group_by("group", use_threads=False).aggregate([("tok", "count"), ("tok", "sum")])
         return t.select(["group", "tok_count", "tok_sum"]).rename_columns(["group", "docs", "tokens"])
+    assert spec.value is not None, f"aggregate {spec.kind!r} reads a value column"
     t = _alive(spec, [spec.group, spec.value] + (["id"] if spec.kind == "score_bucket" else []))
     t = t.filter(pc.is_valid(t.column(spec.value)))
     scores = t.column(spec.value).to_numpy(zero_copy_only=False).astype(np.float64)
@@ -131,7 +132,8 @@ def _gather(spec: MapSpec) -> pa.Table:
 
         rows = pa.concat_tables(parts)
         if spec.params.get("shingle_sets") and "text" in rows.column_names:
-            rows = _with_shingle_sets(rows, *spec.params["shingle_sets"], spec.params.get("threads", 1))
+            word_ngram, char_ngram = spec.params["shingle_sets"]
+            rows = _with_shingle_sets(rows, word_ngram, char_ngram, spec.params.get("threads", 1))
         at = pa.array(np.searchsorted(keys.to_numpy(), rows.column("doc_key").to_numpy()))
         rows = rows.append_column("comp", nodes.column("comp").take(at))
         chunk = nodes.column("chunk").take(at).to_numpy()  # (rows stay in file order inside a chunk)

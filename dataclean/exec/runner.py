@@ -16,6 +16,7 @@ import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from dataclean.config import ConfigError, config_hash, resolve_config, validate
 from dataclean.exec.errors import RunError  # noqa: F401  (the runner's public error)
@@ -33,6 +34,10 @@ from dataclean.io.warc import WARC_HTML_SUFFIXES
 from dataclean.io.writers import write_errors, write_json_atomic
 from dataclean.layout import OWNED_ENTRIES, Layout, load_marker
 from dataclean.sections import GlobalSection, OutputSection, with_partitions
+
+if TYPE_CHECKING:
+    from dataclean.exec.base import Executor
+    from dataclean.pipeline import Pipeline
 
 
 @dataclass
@@ -336,8 +341,9 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
     elif work_dir:
         raise RunError("--work-dir is for an output URI (s3://...); a local output folder is the run folder")
     _refuse_output_in_input_folder(output, [str(i) for i in inputs])
-    if publish and _local_output(publish) is not None:  # a file:// destination is a local folder too
-        _refuse_output_in_input_folder(_local_output(publish), [str(i) for i in inputs])
+    local_publish = _local_output(publish) if publish else None
+    if local_publish is not None:  # a file:// destination is a local folder too
+        _refuse_output_in_input_folder(local_publish, [str(i) for i in inputs])
     try:
         notes: list[str] = []
         unlisted: list[str] = []  # folders that cannot be listed, dangling symlinks...: reported, not skipped
@@ -432,11 +438,11 @@ class _Phases:
 
     lay: Layout
     cfg: dict
-    pipe: object
+    pipe: Pipeline
     fp: str
     output: str
     publish: str | None
-    ex: object
+    ex: Executor
     progress: "_Progress"
     p1: dict[int, dict] = field(default_factory=dict)
     failed: list[dict] = field(default_factory=list)
@@ -460,8 +466,9 @@ class _Phases:
         t0 = time.time()
         todo = []
         for spec in specs:
-            if self._done(f"pass1-{spec.task:05d}"):
-                self.p1[spec.task] = load_marker(self.lay, f"pass1-{spec.task:05d}")
+            marker = load_marker(self.lay, f"pass1-{spec.task:05d}")
+            if marker and marker.get("fingerprint") == self.fp:
+                self.p1[spec.task] = marker
                 self.resumed += 1
             else:
                 todo.append(spec)

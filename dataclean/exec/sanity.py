@@ -150,7 +150,8 @@ def _first_batch(index: int, path: str, mapping: ColumnMapping, html_rows: bool 
     if chunk is None:
         return None, None
     kind = _all_bad_kind(chunk)
-    verdict = (kind, _records(chunk.bad.column("raw").to_pylist()[:SAMPLE_RECORDS])) if kind else None
+    bad = chunk.bad
+    verdict = (kind, _records(bad.column("raw").to_pylist()[:SAMPLE_RECORDS])) if kind and bad is not None else None
     html = None
     docs = chunk.docs
     if html_rows and docs.num_rows and not pc.any(pc.match_substring_regex(docs.column("meta"),

@@ -169,6 +169,7 @@ def pass1_task(spec: TaskSpec) -> dict:
     rejected.commit(write_empty=True)
     for _, writer in keyed:
         writer.commit()
+    assert before is not None  # (_checksum_unchanged raised otherwise)
     size, mtime_ns = before  # as it was read (equal to after: checked)
     result = {
         "task": spec.task, "input": spec.input_path, "status": "ok", "records": records, "bad_records": bad,

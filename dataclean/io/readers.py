@@ -39,7 +39,7 @@ import stat
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Generator, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -161,7 +161,7 @@ def discover_inputs(inputs: list[str], notes: list[str] | None = None,
         if fs.is_uri(spec):
             found.extend(_discover_uri(spec))
         elif os.path.isdir(spec):
-            below = []
+            below: list[str] = []
             found.extend(_walk_inputs(spec, below if errors is not None else None))
             problems.extend(sorted(below, key=_problem_path))
         elif os.path.exists(spec):
@@ -341,7 +341,7 @@ def _walk_inputs(top: str, problems: list[str] | None, files: bool = True) -> li
             cause = _entry_problem(entry.path, entry.is_symlink()) if problems is not None else None
             if cause is None:
                 found.append(entry.path)
-            else:
+            elif problems is not None:
                 problems.append(f"{os.path.normpath(entry.path)}: {cause}")
     return found
 
@@ -436,7 +436,7 @@ def oversized_detail(size: int, cap: int) -> str:
 
 
 def _bad_rows(origin_file: str, rows: list[int], raws: list[bytes], causes: list[str],
-              ids: list[str | None], sources: list[str | None]) -> pa.RecordBatch:
+              ids: Sequence[str | None], sources: Sequence[str | None]) -> pa.RecordBatch:
     n = len(rows)
     cols = {f.name: pa.nulls(n, f.type) for f in LEDGER_FIELDS}
     cols.update(
@@ -659,7 +659,7 @@ def _parquet_chunk(path: str, file_index: int, batch: pa.RecordBatch, row0: int,
     bad = None
     if causes is not None:
         bad_idx = [i for i, c in enumerate(causes) if c is not None]
-        bad = _parquet_bad_batch(path, batch, bad_idx, [causes[i] for i in bad_idx], row0, mapping, cap)
+        bad = _parquet_bad_batch(path, batch, bad_idx, [c for c in causes if c is not None], row0, mapping, cap)
         keep = pa.array([c is None for c in causes])
         batch = batch.filter(keep)
         rows = rows.filter(keep)
@@ -855,12 +855,13 @@ def _parquet_bad_batch(path: str, batch: pa.RecordBatch, bad_idx: list[int], cau
     raws, ids, sources = [], [], []
     for i, cause in zip(bad_idx, causes):
         if cause.startswith(_OVERSIZED):  # no value made a Python object: the id and source, if small
+            assert raw_text is not None  # (only a text value is oversized)
             record = {name: _small_value(batch.column(name), i) for name in (mapping.id, mapping.source)
                       if name and name in names}
             raw = pc.binary_slice(raw_text.slice(i, 1), 0, min(cap, MAX_RAW_BYTES))[0].as_py() or b""
         else:
             record = {name: _safe_value(batch.column(name), i) for name in names}
-            raw = raw_text[i].as_py() if cause == "text is not valid UTF-8" else \
+            raw = raw_text[i].as_py() if cause == "text is not valid UTF-8" and raw_text is not None else \
                 json.dumps(record, ensure_ascii=False, default=_json_default).encode("utf-8")
         raws.append(raw)
         rid = record.get(mapping.id) if mapping.id and mapping.id in names else None
@@ -1069,7 +1070,7 @@ def _array_elements(fh, cap: int, keep: int) -> Iterator[tuple[int, bytes, int |
                     pos, escape = pos + 1, False
                     continue
                 m = _STRING_BODY.match(block, pos)
-                end = m.end()
+                end = m.end()  # type: ignore[union-attr]  # (the pattern matches the empty string too)
                 take(block[pos:end])
                 pos = end
                 if pos >= n:
@@ -1309,7 +1310,8 @@ def _one_line(exc: BaseException) -> str:
 
 
 def read_shard(path: str, file_index: int, mapping: ColumnMapping | None = None,
-               batch_rows: int = 4096, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Iterator[ReadChunk]:
+               batch_rows: int = 4096, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
+               ) -> Generator[ReadChunk, None, None]:
     """Yield :class:`ReadChunk` s of one input file (a local path or a URI, see :mod:`dataclean.io.fs`); raise
     :class:`InputFileError` if the file is unreadable. A record of more than ``max_record_bytes`` bytes
     (``input.max_record_bytes``) is a bad record, not read whole (see the module docstring)."""
