@@ -19,6 +19,7 @@ import secrets
 from contextlib import contextmanager
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 PARQUET_OPTIONS = dict(compression="zstd", compression_level=3, use_dictionary=["source", "lang", "origin_file",
@@ -227,10 +228,46 @@ def remove_quietly(path: str) -> None:
         pass
 
 
+def content_bytes(data: pa.RecordBatch | pa.Array) -> int:
+    """Bytes of the values of ``data``, from its values alone (not from how its buffers were cut or allocated,
+    validity bitmaps aside): string and binary lengths plus 4 per value, fixed widths times length, lists as 4
+    per value plus their elements."""
+    if isinstance(data, pa.RecordBatch):
+        return sum(content_bytes(c) for c in data.columns)
+    t = data.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return 4 * len(data) + int(pc.sum(pc.binary_length(data)).as_py() or 0)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return 4 * len(data) + content_bytes(pc.list_flatten(data))
+    if pa.types.is_fixed_size_list(t):
+        return content_bytes(pc.list_flatten(data))
+    if pa.types.is_dictionary(t):
+        return content_bytes(data.dictionary_decode())
+    if pa.types.is_struct(t):
+        return sum(content_bytes(data.field(i)) for i in range(t.num_fields))
+    try:
+        return len(data) * max(1, t.bit_width // 8)
+    except ValueError:  # (a type without a fixed width that is none of the above)
+        return data.nbytes
+
+
+def _slices(parts: list[pa.RecordBatch], start: int) -> list[pa.RecordBatch]:
+    """The rows from ``start`` on of the batches ``parts`` taken as one sequence."""
+    out, at = [], 0
+    for part in parts:
+        end = at + part.num_rows
+        if end > start:
+            out.append(part.slice(max(0, start - at)))
+        at = end
+    return out
+
+
 class ShardWriter:
     """Writes record batches of one schema into size-bounded Parquet shards ``{prefix}-{k:05d}.parquet``.
 
-    A shard is closed when it holds ``max_rows`` rows or about ``max_bytes`` bytes of Arrow data. Shards are
+    A shard is closed when it holds ``max_rows`` rows or, at the end of a row group, at least ``max_bytes``
+    bytes of values (:func:`content_bytes`). Row groups are written contiguous: the bytes of a shard depend on
+    its rows alone, not on the batches they were written in (a file cut into pieces gives the same). Shards are
     written to temporary names and only renamed into place by :meth:`commit`, so a task that fails midway
     leaves nothing visible; :meth:`abort` removes the temporary files. A write or commit that fails on the
     file system aborts the writer (a failed commit also removes the shards it had already renamed) and raises
@@ -261,12 +298,17 @@ class ShardWriter:
         for b in batches:
             offset = 0
             while offset < b.num_rows:
-                take = min(b.num_rows - offset, self.max_rows - self._pending_rows)
+                # parts end at the shard's row-group ends, where the byte size is measured: a shard closes at
+                # the same row whatever batches the rows came in
+                group_left = self.row_group_rows - self._pending_rows % self.row_group_rows
+                take = min(b.num_rows - offset, self.max_rows - self._pending_rows, group_left)
                 part = b.slice(offset, take)
                 self._pending.append(part)
                 self._pending_rows += take
-                self._pending_bytes += part.nbytes
                 offset += take
+                if take == group_left:
+                    group = self._pending_rows - self.row_group_rows
+                    self._pending_bytes += sum(content_bytes(p) for p in _slices(self._pending, group))
                 if self._pending_rows >= self.max_rows or self._pending_bytes >= self.max_bytes:
                     self._flush()
 
@@ -280,7 +322,10 @@ class ShardWriter:
         try:
             with pq.ParquetWriter(tmp, self.schema, **self._options) as writer:
                 injected_failure(final)
-                writer.write_table(table, row_group_size=self.row_group_rows)
+                # one contiguous row group at a time: the pages are the same whatever batches the rows came in
+                for start in range(0, max(table.num_rows, 1), self.row_group_rows):
+                    group = table.slice(start, self.row_group_rows).combine_chunks()
+                    writer.write_table(group, row_group_size=self.row_group_rows)
         except OSError as exc:
             self.abort()
             raise write_error(final, exc) from None
