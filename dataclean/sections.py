@@ -27,6 +27,7 @@ class InputSection:
     columns: ColumnMapping  # with ``default_source`` (the source of rows without one)
     batch_rows: int
     max_record_bytes: int
+    split_mb: int  # 0: one pass-1 task per file
 
     @classmethod
     def of(cls, cfg: dict) -> "InputSection":
@@ -38,6 +39,10 @@ class InputSection:
     @property
     def default_source(self) -> str:
         return self.columns.default_source
+
+    @property
+    def split_bytes(self) -> int:
+        return self.split_mb << 20
 
 
 #: The keys of ``input.columns``: the fields of :class:`~dataclean.io.readers.ColumnMapping` but its default.

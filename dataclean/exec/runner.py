@@ -24,16 +24,25 @@ from dataclean.exec.global_step import global_step
 from dataclean.exec.local import LocalExecutor, prestart
 from dataclean.exec.lock import LOCK_FILE, RunLock
 from dataclean.exec.shuffle import clear_candidates
-from dataclean.exec.tasks import TaskSpec, extra_columns_plan, pass1_task, pass2_task, pipeline_for, remember_pipeline
+from dataclean.exec.tasks import (
+    FileSpec,
+    TaskSpec,
+    extra_columns_plan,
+    file_result,
+    pass1_task,
+    pass2_task,
+    pipeline_for,
+    remember_pipeline,
+)
 from dataclean.failpoints import failpoint
 from dataclean.fingerprint import fingerprint
 from dataclean.io import fs as iofs
 from dataclean.io.fs import files_in
-from dataclean.io.readers import discover_inputs
+from dataclean.io.readers import detect_format, discover_inputs, parquet_pieces
 from dataclean.io.warc import WARC_HTML_SUFFIXES
 from dataclean.io.writers import write_errors, write_json_atomic
 from dataclean.layout import OWNED_ENTRIES, Layout, load_marker
-from dataclean.sections import GlobalSection, OutputSection, with_partitions
+from dataclean.sections import GlobalSection, InputSection, OutputSection, with_partitions
 
 if TYPE_CHECKING:
     from dataclean.exec.base import Executor
@@ -431,6 +440,19 @@ def _finished_already(lay: Layout, cfg: dict, files: list[str], fp: str, started
     return None
 
 
+
+def _may_split(path: str, inp: InputSection) -> bool:
+    """Whether ``path`` may be cut into pieces: a Parquet file that splitting is on for and that is not
+    smaller on disk than a piece (its footer is read only then; an object-store file always)."""
+    if inp.split_mb <= 0 or detect_format(path) != "parquet":
+        return False
+    if iofs.is_uri(path):
+        return True
+    try:
+        return os.path.getsize(path) >= inp.split_bytes // 8  # (text compresses 3-5x; this reads no footer)
+    except OSError:
+        return False
+
 @dataclass
 class _Phases:
     """One run's phases and what they hand on: the pass-1 results, the failed inputs, the tasks resumed, the
@@ -444,7 +466,9 @@ class _Phases:
     publish: str | None
     ex: Executor
     progress: "_Progress"
-    p1: dict[int, dict] = field(default_factory=dict)
+    p1: dict[int, dict] = field(default_factory=dict)  # pass-1 task -> its result
+    file_tasks: list[tuple[int, ...]] = field(default_factory=list)  # input file -> its pass-1 tasks
+    task_cfg: dict = field(default_factory=dict)
     failed: list[dict] = field(default_factory=list)
     resumed: int = 0
     timings: dict[str, float] = field(default_factory=dict)
@@ -454,10 +478,24 @@ class _Phases:
         return bool(m and m.get("fingerprint") == self.fp)
 
     def plan(self, files: list[str]) -> list[TaskSpec]:
-        """One task per input file, with the config the stages derived (no worker derives it again)."""
-        task_cfg = self.pipe.task_config(self.cfg)
+        """One pass-1 task per input file, or per piece of a large Parquet file (``input.split_mb``:
+        :func:`~dataclean.io.readers.parquet_pieces`), with the config the stages derived (no worker derives it
+        again)."""
+        self.task_cfg = task_cfg = self.pipe.task_config(self.cfg)
         remember_pipeline(task_cfg, self.pipe)
-        return [TaskSpec(i, path, self.output, task_cfg, self.fp, self.publish) for i, path in enumerate(files)]
+        inp = InputSection.of(self.cfg)
+        specs: list[TaskSpec] = []
+        for path in files:
+            first = len(specs)
+            pieces = parquet_pieces(path, inp.split_bytes, inp.batch_rows) if _may_split(path, inp) else None
+            for k, rows in enumerate(pieces or [None]):
+                specs.append(TaskSpec(len(specs), path, self.output, task_cfg, self.fp, self.publish, rows, k))
+            self.file_tasks.append(tuple(range(first, len(specs))))
+        return specs
+
+    def results(self) -> list[dict]:
+        """The pass-1 result of each input file (its pieces' results added up)."""
+        return [file_result(i, [self.p1[t] for t in tasks]) for i, tasks in enumerate(self.file_tasks)]
 
     def pass1(self, specs: list[TaskSpec]) -> list[int]:
         """Run the pass-1 tasks without a marker; return the tasks that read their input."""
@@ -477,11 +515,11 @@ class _Phases:
         with self.progress.phase("pass 1", len(todo)) as tick:
             for res in self.ex.map(pass1_task, todo, on_done=tick):
                 self.p1[res["task"]] = res
-        results = [self.p1[i] for i in sorted(self.p1)]
+        results = self.results()
         sanity.check_pass1(self.lay, results, sanity.mapping_of(self.cfg), self.publish or self.output)
         self.failed = [r for r in results if r["status"] != "ok"]
         self.timings["pass1"] = round(time.time() - t0, 3)
-        return [i for i in sorted(self.p1) if self.p1[i]["status"] == "ok"]
+        return [t for r in results if r["status"] == "ok" for t in r["tasks"]]
 
     def global_step(self, files: list[str], ok_tasks: list[int]) -> None:
         """The global step, unless its marker is there for these pass-1 tasks."""
@@ -501,14 +539,18 @@ class _Phases:
         self.timings["global"] = round(time.time() - t0, 3)
 
     def pass2(self, specs: list[TaskSpec], ok_tasks: list[int]) -> None:
-        """Run the pass-2 tasks without a marker."""
+        """Run the pass-2 tasks without a marker: one per input file that pass 1 read, over all its pieces."""
         t0 = time.time()
         todo = []
-        for i in ok_tasks:
+        ok = set(ok_tasks)
+        for i, tasks in enumerate(self.file_tasks):
+            if tasks[0] not in ok:
+                continue
             if self._done(f"pass2-{i:05d}"):
                 self.resumed += 1
             else:
-                todo.append(specs[i])
+                path = specs[tasks[0]].input_path
+                todo.append(FileSpec(i, tasks, path, self.output, self.task_cfg, self.fp, self.publish))
         with self.progress.phase("pass 2", len(todo)) as tick:
             self.ex.map(pass2_task, todo, on_done=tick)
         self.timings["pass2"] = round(time.time() - t0, 3)
@@ -521,7 +563,7 @@ class _Phases:
         from dataclean.exec import sanity
 
         lay, cfg, pipe, output, publish = self.lay, self.cfg, self.pipe, self.output, self.publish
-        results = [self.p1[i] for i in sorted(self.p1)]
+        results = self.results()
         t0 = time.time()
         stage_order = ["read"] + [s.name for s in pipe.stages if not s.is_global] + ["ids"] + \
             [s.name for s in pipe.global_stages]

@@ -208,7 +208,8 @@ def check_pass1(lay, results: list[dict], mapping: ColumnMapping, output: str) -
     for res in results:
         if res.get("status") != "ok" or not res.get("records") or res.get("bad_records") != res["records"]:
             continue
-        files = sorted(files_in(lay.pass1_dir(res["task"]), "rejected-*.parquet"))
+        files = [f for task in res.get("tasks", [res["task"]])
+                 for f in sorted(files_in(lay.pass1_dir(task), "rejected-*.parquet"))]
         kinds: set[str] = set()
         raws: list = []
         for batch in _read_bad(files, ["detail", "raw"]):

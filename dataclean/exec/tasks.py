@@ -40,12 +40,31 @@ _PIPELINES: dict[str, Pipeline] = {}
 
 @dataclass(frozen=True)
 class TaskSpec:
+    """One pass-1 task: an input file, or one piece of a large Parquet file (``rows``). ``task`` numbers
+    the run's pass-1 tasks in input order: its folder, its marker and the high bits of its ``doc_key`` s."""
+
     task: int
     input_path: str
     out: str
     config: dict
     fingerprint: str
     publish: str | None = None  # a destination (URI or folder) pass 2 copies this task's data/ and rejected/ to
+    rows: tuple[int, int] | None = None  # (start, end): the rows of this piece (io.readers.parquet_pieces)
+    piece: int = 0  # which piece of its file (piece 0 also checksums the whole file)
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """One pass-2 task: an input file (``file``: its index among the inputs, which names its data/ and
+    rejected/ shards) and the pass-1 tasks of its pieces, in order."""
+
+    file: int
+    tasks: tuple[int, ...]
+    input_path: str
+    out: str
+    config: dict
+    fingerprint: str
+    publish: str | None = None
 
 
 def pipeline_for(config: dict) -> Pipeline:
@@ -115,7 +134,8 @@ def pass1_task(spec: TaskSpec) -> dict:
     extras = _ExtraWriter(folder, set(pipe.survivor_schema().names) | set(pipe.output_schema().names), cfg)
     try:
         before = _stat_or_none(spec.input_path)  # what the manifest records: the file as it was when read
-        for chunk in read_shard(spec.input_path, spec.task, inp.columns, inp.batch_rows, inp.max_record_bytes):
+        for chunk in read_shard(spec.input_path, spec.task, inp.columns, inp.batch_rows, inp.max_record_bytes,
+                                rows=spec.rows):
             records += chunk.n_records
             _add_counts(skipped, chunk.skipped)
             nbytes += pc.sum(pc.binary_length(chunk.docs.column("text"))).as_py() or 0
@@ -133,7 +153,7 @@ def pass1_task(spec: TaskSpec) -> dict:
             if "url_blocked_category" in outcome.removed.schema.names and outcome.removed.num_rows:
                 _add_counts(blocked, _value_counts(outcome.removed.column("url_blocked_category").drop_null(), ""))
             kept += outcome.kept.num_rows
-        checksum = _checksum_unchanged(spec.input_path, before)
+        checksum = _checksum_unchanged(spec.input_path, before, whole=spec.piece == 0)
     except InputFileError as exc:
         docs.abort()
         rejected.abort()
@@ -191,13 +211,15 @@ def _stat_or_none(path: str) -> tuple[int, int] | None:
         return None
 
 
-def _checksum_unchanged(path: str, before: tuple[int, int] | None) -> str:
+def _checksum_unchanged(path: str, before: tuple[int, int] | None, whole: bool = True) -> str | None:
     """The checksum of the input ``path`` just read, after making sure it is still the file of ``before`` (its
     size and mtime when its read began): else its records and checksum may be of a half-written file (another
     process writing or appending to it), and :class:`InputFileError` says
-    ``PATH: changed while it was read (size 123 -> 456); rerun when it is complete``."""
+    ``PATH: changed while it was read (size 123 -> 456); rerun when it is complete``. Without ``whole`` (a
+    later piece of a file, whose piece 0 checksums it): the check alone, and None."""
+    error: OSError | None = None
     try:
-        checksum = iofs.checksum(path)
+        checksum = iofs.checksum(path) if whole else None
     except OSError as exc:
         checksum, error = None, exc
     after = _stat_or_none(path)
@@ -213,28 +235,34 @@ def _checksum_unchanged(path: str, before: tuple[int, int] | None) -> str:
         else:
             what = f"modified, size {before[0]}"
         raise InputFileError(path, f"changed while it was read ({what}); rerun when it is complete")
-    if checksum is None:
+    if error is not None:
         raise InputFileError(path, f"cannot read ({type(error).__name__}: {error})")
     return checksum
 
 
-def pass2_task(spec: TaskSpec) -> dict:
-    """Apply the global removals to one task's survivors; write its data/ shards and its ledger part."""
+def _pass1_files(lay: Layout, tasks: tuple[int, ...], pattern: str) -> list[str]:
+    """The pass-1 files ``pattern`` of ``tasks`` (the pieces of one input), in input order."""
+    return [f for task in tasks for f in sorted(files_in(lay.pass1_dir(task), pattern))]
+
+
+def pass2_task(spec: FileSpec) -> dict:
+    """Apply the global removals to one input's survivors (of all its pieces); write its data/ shards and its
+    ledger part."""
     started = time.time()
     lay = Layout(spec.out)
     cfg = spec.config
     pipe = pipeline_for(cfg)
-    prefix = lay.data_prefix(spec.task)
+    prefix = lay.data_prefix(spec.file)
     # this task's shards, and the temporary files of an earlier attempt that was killed while writing them
     _clear(path for folder in [lay.data, lay.rejected] + files_in(lay.dedup, os.path.join("*", ""))
            for pattern in (prefix + "-*", "." + prefix + "-*") for path in files_in(folder, pattern))
-    lo, hi = spec.task << 40, (spec.task + 1) << 40
+    lo, hi = spec.tasks[0] << 40, (spec.tasks[-1] + 1) << 40
     removals = pq.read_table(lay.removals, filters=[("doc_key", ">=", lo), ("doc_key", "<", hi)])
     rem_keys = removals.column("doc_key").combine_chunks()
     plan = extra_columns_plan(lay)
     out_schema, ledger_schema = pipe.output_schema(), pipe.ledger_schema()
     out_schema = pa.schema(list(out_schema) + plan.fields)
-    extra_rows = _ExtraRows(sorted(files_in(lay.pass1_dir(spec.task), "extra*-*.parquet")), plan)
+    extra_rows = _ExtraRows(_pass1_files(lay, spec.tasks, "extra*-*.parquet"), plan)
     out = OutputSection.of(cfg)
     data = ShardWriter(lay.data, prefix, out_schema, max_rows=out.shard_max_rows, max_bytes=out.shard_max_bytes,
                        row_group_rows=out.row_group_rows)
@@ -251,7 +279,7 @@ def pass2_task(spec: TaskSpec) -> dict:
         repeats = pq.read_table(lay.repeats, filters=[("doc_key", ">=", lo), ("doc_key", "<", hi)])
         suffix = repeats_suffix(pq.read_schema(lay.repeats))
     kept = copies = 0
-    for path in sorted(files_in(lay.pass1_dir(spec.task), "docs-*.parquet")):
+    for path in _pass1_files(lay, spec.tasks, "docs-*.parquet"):
         for batch in pq.ParquetFile(path).iter_batches(batch_size=InputSection.of(cfg).batch_rows):
             if plan.fields:
                 batch = with_columns(batch, extra_rows.for_keys(batch.column("doc_key")))
@@ -279,8 +307,11 @@ def pass2_task(spec: TaskSpec) -> dict:
             for writer in writers.values():
                 writer.commit(write_empty=True)
         data.commit(write_empty=True)
-        failpoint(f"pass2-files-{spec.task}")  # data/ renamed, ledger part and marker not yet written
-        pass1_removed = _link_pass1_ledger(lay, spec.task, prefix)
+        failpoint(f"pass2-files-{spec.file}")  # data/ renamed, ledger part and marker not yet written
+        if len(spec.tasks) == 1:
+            pass1_removed = _link_pass1_ledger(lay, spec.tasks[0], prefix)
+        else:
+            pass1_removed = _join_pass1_ledgers(lay, spec.tasks, prefix, ledger_schema, out)
         rej.commit()
     except BaseException:
         data.abort()
@@ -293,16 +324,33 @@ def pass2_task(spec: TaskSpec) -> dict:
         for folder in (lay.data, lay.rejected):
             for path in sorted(files_in(folder, prefix + "-*.parquet")):
                 iofs.publish_file(path, iofs.join(spec.publish, os.path.basename(folder), os.path.basename(path)))
-    result = {"task": spec.task, "kept": kept, "copies": copies, "removed": pass1_removed + ledger.num_rows,
+    result = {"task": spec.file, "kept": kept, "copies": copies, "removed": pass1_removed + ledger.num_rows,
               "fingerprint": spec.fingerprint, "seconds": round(time.time() - started, 3),
               "warnings": plan.warnings}
-    write_json_atomic(result, lay.marker(f"pass2-{spec.task:05d}"))
+    write_json_atomic(result, lay.marker(f"pass2-{spec.file:05d}"))
     return result
 
 
 def _rows_per_doc(stage, name: str) -> int:
     """Rows per kept document in the stage's ``name`` artifact (MinHash bands: one per band; default 1)."""
     return stage.kept_rows_per_doc.get(name, 1)
+
+
+def _join_pass1_ledgers(lay: Layout, tasks: tuple[int, ...], prefix: str, schema: pa.Schema,
+                        out: OutputSection) -> int:
+    """The pass-1 ledger files of the pieces of one input, written into rejected/ as ``<prefix>-NNNNN.parquet``
+    by the writer pass 1 uses for an input read whole (same shard sizes, row groups and codec), so that
+    rejected/ is the same however the input was cut."""
+    writer = ShardWriter(lay.rejected, prefix, schema, max_rows=out.shard_max_rows, max_bytes=out.shard_max_bytes)
+    try:
+        for path in _pass1_files(lay, tasks, "rejected-*.parquet"):
+            for batch in pq.ParquetFile(path).iter_batches():
+                writer.write(batch)
+        writer.commit(write_empty=True)
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.rows_written
 
 
 def _link_pass1_ledger(lay: Layout, task: int, prefix: str) -> int:
@@ -540,3 +588,27 @@ class _ExtraRows:
         rest = int(np.searchsorted(have_keys, last, side="right"))
         self._pending = have.slice(rest) if rest < have.num_rows else None
         return {f.name: have.column(f.name).take(idx) for f in self.plan.fields}
+
+
+#: Counts of a pass-1 result that the pieces of one input add up to.
+_SUMMED = ("records", "bad_records", "pass1_kept", "pass1_removed", "text_bytes")
+_ADDED = ("records_by_source", "skipped_records", "url_blocked_by_category")
+
+
+def file_result(file: int, results: list[dict]) -> dict:
+    """The pass-1 result of input ``file`` from those of its pieces (in order): what one task reading it whole
+    gives, with ``tasks`` listing the pieces' tasks. A failed piece fails the input (its first error)."""
+    tasks = [r["task"] for r in results]
+    failed = [r for r in results if r["status"] != "ok"]
+    if failed:
+        return {**failed[0], "task": file, "tasks": tasks}
+    merged = {**results[0], "task": file, "tasks": tasks}
+    for key in _SUMMED:
+        merged[key] = sum(r[key] for r in results)
+    for key in _ADDED:
+        total: dict[str, int] = {}
+        for r in results:
+            _add_counts(total, r[key])
+        merged[key] = total if key == "records_by_source" else dict(sorted(total.items()))
+    merged["seconds"] = round(sum(r["seconds"] for r in results), 3)
+    return merged

@@ -548,7 +548,7 @@ def _safe_meta(meta: dict) -> str | None:
 
 
 def _read_parquet(path: str, file_index: int, mapping: ColumnMapping, batch_rows: int,
-                  cap: int) -> Iterator[ReadChunk]:
+                  cap: int, rows: tuple[int, int] | None = None) -> Iterator[ReadChunk]:
     source = None
     try:
         if fs.is_uri(path):  # ranged reads, each row group's column chunks fetched together
@@ -569,8 +569,11 @@ def _read_parquet(path: str, file_index: int, mapping: ColumnMapping, batch_rows
         if repeated:
             raise InputFileError(path, f"repeated column name(s): {', '.join(repeated)}")
         other = [c for c in names if c not in mapping.mapped()]
-        batches = pf.iter_batches(batch_size=batch_rows)
-        row0 = 0
+        if rows is None:
+            batches = pf.iter_batches(batch_size=batch_rows)
+            row0 = 0
+        else:  # one piece of the file (see parquet_pieces): its rows keep their numbers in the whole file
+            batches, row0 = _piece_batches(pf, rows, batch_rows), rows[0]
         while True:
             try:
                 batch = next(batches, None)
@@ -1310,11 +1313,15 @@ def _one_line(exc: BaseException) -> str:
 
 
 def read_shard(path: str, file_index: int, mapping: ColumnMapping | None = None,
-               batch_rows: int = 4096, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
-               ) -> Generator[ReadChunk, None, None]:
+               batch_rows: int = 4096, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+               rows: tuple[int, int] | None = None) -> Generator[ReadChunk, None, None]:
     """Yield :class:`ReadChunk` s of one input file (a local path or a URI, see :mod:`dataclean.io.fs`); raise
     :class:`InputFileError` if the file is unreadable. A record of more than ``max_record_bytes`` bytes
-    (``input.max_record_bytes``) is a bad record, not read whole (see the module docstring)."""
+    (``input.max_record_bytes``) is a bad record, not read whole (see the module docstring). ``rows``
+    ``(start, end)``: only those rows of a Parquet file (a piece from :func:`parquet_pieces`), in the chunks
+    a read of the whole file gives them."""
+    if rows is not None and detect_format(path) != "parquet":
+        raise ValueError(f"{path}: a row range is for Parquet files")
     if not isinstance(max_record_bytes, int) or isinstance(max_record_bytes, bool) or max_record_bytes <= 0:
         raise ValueError(f"max_record_bytes: must be a positive integer, got {max_record_bytes!r}")
     mapping = mapping or ColumnMapping()
@@ -1329,10 +1336,86 @@ def read_shard(path: str, file_index: int, mapping: ColumnMapping | None = None,
     if not is_file:
         raise InputFileError(path, "not a file")
     if fmt == "parquet":
-        yield from _read_parquet(path, file_index, mapping, batch_rows, max_record_bytes)
+        yield from _read_parquet(path, file_index, mapping, batch_rows, max_record_bytes, rows)
     elif fmt == "arrow":
         yield from _read_arrow(path, file_index, mapping, batch_rows, max_record_bytes)
     elif fmt == "warc":
         yield from _read_warc(path, file_index, mapping, batch_rows, max_record_bytes)
     else:
         yield from _read_jsonl(path, fmt, file_index, mapping, batch_rows, max_record_bytes)
+
+
+
+def _piece_batches(pf: pq.ParquetFile, rows: tuple[int, int], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """The rows ``[start, end)`` of ``pf`` in the batches a read of the whole file gives (``batch_rows`` rows
+    from row 0: ``start`` is a multiple of it), reading only the row groups that hold them. The chunks, and so
+    the order of the ledger rows each chunk writes, are the same however the file is cut."""
+    start, end = rows
+    meta = pf.metadata
+    first, at = 0, 0  # the row group holding `start`, and its first row
+    while first < meta.num_row_groups and at + meta.row_group(first).num_rows <= start:
+        at += meta.row_group(first).num_rows
+        first += 1
+    last, stop = first, at
+    while last < meta.num_row_groups and stop < end:
+        stop += meta.row_group(last).num_rows
+        last += 1
+    skip, pending, have = start - at, [], 0
+    for batch in pf.iter_batches(batch_size=batch_rows, row_groups=range(first, last)):
+        if skip:
+            cut = min(skip, batch.num_rows)
+            batch, skip = batch.slice(cut), skip - cut
+            if not batch.num_rows:
+                continue
+        take = min(batch.num_rows, end - start)
+        if take <= 0:
+            break
+        pending.append(batch.slice(0, take))
+        have += take
+        start += take
+        while have >= batch_rows:
+            joined = pa.concat_batches(pending) if len(pending) > 1 else pending[0]
+            yield joined.slice(0, batch_rows)
+            rest = joined.slice(batch_rows)
+            pending, have = ([rest] if rest.num_rows else []), rest.num_rows
+    if have:
+        yield pa.concat_batches(pending) if len(pending) > 1 else pending[0]
+
+
+def parquet_pieces(path: str, target_bytes: int, batch_rows: int) -> list[tuple[int, int]] | None:
+    """Cut a Parquet file into pieces of about ``target_bytes`` of uncompressed row-group data each, so that the
+    pieces of one large file are read by several workers: ``[(start, end), ...]`` row ranges in order, each
+    ``start`` a multiple of ``batch_rows`` (a chunk of a whole-file read is never cut). A last piece under half
+    the target joins the one before. None when the file is one piece (small, or its footer unreadable: reading
+    it then says why). Depends on the file's footer and the config alone, never on the worker count."""
+    if target_bytes <= 0 or detect_format(path) != "parquet":
+        return None
+    try:
+        if fs.is_uri(path):
+            with fs.open_input_file(path) as source:
+                meta = pq.read_metadata(source)
+        else:
+            meta = pq.read_metadata(path)
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+    pieces: list[tuple[int, int]] = []
+    start = row = size = 0
+    for i in range(meta.num_row_groups):
+        group = meta.row_group(i)
+        row_bytes = group.total_byte_size / max(group.num_rows, 1)
+        left = group.num_rows
+        while left:  # a row group larger than the target gives several pieces
+            need = max(1, int((target_bytes - size) / row_bytes)) if row_bytes else left
+            step = min(left, need)
+            row, left, size = row + step, left - step, size + step * row_bytes
+            cut = row // batch_rows * batch_rows
+            if size >= target_bytes and cut > start:
+                pieces.append((start, cut))
+                size = (row - cut) * row_bytes
+                start = cut
+    if start < meta.num_rows:
+        if pieces and 2 * size < target_bytes:
+            pieces[-1] = (pieces[-1][0], meta.num_rows)
+        else:
+            pieces.append((start, meta.num_rows))
+    return pieces if len(pieces) > 1 else None

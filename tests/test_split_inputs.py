@@ -1,0 +1,105 @@
+"""One large Parquet file as several pass-1 tasks (input.split_mb): the pieces, their reads, and a run whose
+data/, rejected/, dedup/ and stats/ are byte for byte those of the same file read as one task."""
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import folder_bytes, run_cli
+from dataclean.io.readers import _piece_batches, parquet_pieces, read_shard
+from dataclean.io.writers import ShardWriter, content_bytes
+
+EN = ["The river rose after three days of rain, and the bridge was closed to traffic.",
+      "Our library opens at nine on weekdays and at ten on Saturdays.",
+      "She repaired the old clock with parts she found in a drawer in the attic.",
+      "The committee will publish its report on school meals next month.",
+      "Bake the bread for forty minutes, then let it cool on a rack before slicing."]
+ZH = ["这条河在连续下了三天雨之后涨水了，大桥因此封闭。", "图书馆工作日早上九点开门，周六十点开门。",
+      "她用在阁楼抽屉里找到的零件修好了那座旧钟。", "委员会将在下个月发布关于学校午餐的报告。",
+      "面包烤四十分钟，然后放在架子上晾凉再切。"]
+
+
+def _docs(n: int) -> list[dict]:
+    """``n`` documents of 5 sentences each, English and Chinese by turns; every 7th repeats an earlier one
+    (exact duplicates across pieces)."""
+    out = []
+    for i in range(n):
+        pool = EN if i % 2 == 0 else ZH
+        sep = " " if pool is EN else ""
+        text = sep.join(pool[(i + k) % 5] for k in range(5)) + f" {i}"
+        if i % 7 == 6:
+            text = out[i // 2]["text"]
+        out.append({"id": f"d{i:05d}", "text": text, "source": "web"})
+    return out
+
+
+@pytest.fixture
+def big_file(tmp_path):
+    path = tmp_path / "big.parquet"
+    pq.write_table(pa.Table.from_pylist(_docs(6000)), path, row_group_size=250)
+    return path
+
+
+def test_pieces_are_whole_batches_and_cover_the_file(big_file):
+    meta = pq.read_metadata(big_file)
+    total = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    pieces = parquet_pieces(str(big_file), total // 4, 128)
+    assert pieces == [(0, 1408), (1408, 2816), (2816, 4224), (4224, 6000)]
+    assert all(start % 128 == 0 for start, _ in pieces)
+    assert parquet_pieces(str(big_file), 0, 128) is None  # off
+    assert parquet_pieces(str(big_file), total * 2, 128) is None  # smaller than one piece
+
+
+def test_a_piece_reads_the_batches_of_a_whole_file_read(big_file):
+    pf = pq.ParquetFile(big_file)
+    whole = [b.column("id").to_pylist() for b in pf.iter_batches(batch_size=128)]
+    pieces = [(0, 1408), (1408, 2816), (2816, 4224), (4224, 6000)]
+    cut = [b.column("id").to_pylist() for piece in pieces for b in _piece_batches(pf, piece, 128)]
+    assert cut == whole
+    # the rows keep their numbers (and derived ids) in the whole file
+    [first] = list(read_shard(str(big_file), 3, batch_rows=5000, rows=(4224, 6000)))[:1]
+    assert first.docs.column("origin_row")[0].as_py() == 4224
+    assert first.docs.column("doc_key")[0].as_py() == (3 << 40) | 4224
+
+
+def test_a_row_range_of_a_jsonl_file_is_refused(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"text": "a"}\n')
+    with pytest.raises(ValueError, match="a row range is for Parquet files"):
+        next(read_shard(str(path), 0, rows=(0, 1)))
+
+
+def test_shard_bytes_do_not_depend_on_the_batches_written(tmp_path):
+    table = pa.Table.from_pylist(_docs(900))
+    for name, sizes in (("one", [900]), ("many", [1, 99, 300, 7, 493])):
+        w = ShardWriter(str(tmp_path / name), "part", table.schema, max_rows=500, max_bytes=30_000,
+                        row_group_rows=64)
+        at = 0
+        for n in sizes:
+            w.write(table.slice(at, n))
+            at += n
+        w.commit()
+    one, many = folder_bytes(tmp_path, "one"), folder_bytes(tmp_path, "many")
+    assert [k.split("/")[-1] for k in one] == [f"part-{i:05d}.parquet" for i in range(len(one))]
+    # closed by bytes, at row-group ends: two groups of 64 rows (about 23 kB of values each) pass 30,000 bytes
+    assert [pq.read_metadata(tmp_path / k).num_rows for k in one] == [128] * 7 + [4]
+    assert list(one.values()) == list(many.values())
+    assert content_bytes(pa.array(["ab", None, "中"])) == 4 * 3 + 2 + 3
+
+
+def test_a_file_cut_into_pieces_gives_the_bytes_of_a_whole_read(tmp_path, big_file):
+    outs = {}
+    for split in (0, 1):
+        out = tmp_path / f"out{split}"
+        r = run_cli("run", big_file, "-o", out, "--workers", "2", "--quiet", "--set", "output.report=false",
+                    "--set", f"input.split_mb={split}", "--set", "input.batch_rows=128", timeout=600)
+        assert r.returncode == 0, r.stderr
+        outs[split] = folder_bytes(out, "data", "rejected", "dedup", "stats")
+        manifest = json.loads((out / "manifest.json").read_text())
+        [entry] = manifest["inputs"]
+        assert (entry["records"], entry["status"]) == (6000, "ok")
+    assert outs[0] == outs[1]
+    removed = pq.read_table(tmp_path / "out1/rejected").to_pydict()
+    dups = [(i, d) for i, r, d in zip(removed["id"], removed["rule"], removed["dup_of"]) if r == "exact_duplicate"]
+    assert ("d05998", "d02999") in dups  # a copy in the last piece of a document in an earlier one
