@@ -34,7 +34,7 @@ def test_sections_read_a_users_values():
     assert inp.columns == ColumnMapping(text="content", id=None, source="source", url="url", lang="language",
                                         default_source="forum_zh")
     assert (inp.batch_rows, inp.max_record_bytes, inp.default_source) == (512, 268435456, "forum_zh")
-    assert (inp.split_mb, inp.split_bytes) == (64, 64 << 20)
+    assert (inp.split_mb, inp.split_bytes) == (16, 16 << 20)
     assert (out.shard_max_rows, out.shard_max_mb, out.shard_max_bytes, out.row_group_rows) == \
         (100_000, 3, 3 << 20, 8192)
     assert (out.rejected_text, out.report) == (True, False)
