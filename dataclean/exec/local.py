@@ -329,8 +329,8 @@ class LocalExecutor:
     def map(self, fn: Callable, specs: Sequence, on_done: Callable[[dict], None] | None = None) -> list:
         results: list = [None] * len(specs)
         # Even one task goes to the pool (started ahead by the CLI): its workers load the kernels, so the driver
-        # never imports numba (a 20-document run: 4.5 s -> 3.5 s, driver peak RSS 353 -> 233 MB), and a task's
-        # memory is never the driver's.
+        # never imports numba (docs/measurements.md#local-pool-single-task), and a task's memory is never the
+        # driver's.
         if self.workers == 1 or not specs:
             for i, spec in enumerate(specs):
                 results[i] = fn(spec)

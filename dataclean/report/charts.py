@@ -1,9 +1,9 @@
 """Charts of the report, written as SVG directly: horizontal bars, lines across stages, grouped bars and
 small histograms (through :func:`dataclean.report.svggrid.signal_grid`).
 
-Why not matplotlib: these charts are rectangles, lines and a few labels. On the sample_data report
-matplotlib took 1.1 s to import and 2.6 s to draw its six charts, most of a report that every run writes;
-written here they take milliseconds, and the package needs no plotting library.
+Why not matplotlib: these charts are rectangles, lines and a few labels. Importing and drawing with it
+was most of the time of a report that every run writes (docs/measurements.md#report-charts), and the
+package needs no plotting library.
 
 Every chart is one ``<svg class="chart">`` element that scales to its container up to its natural width,
 without ids; text stays text; the same data gives the same bytes; every text from the data passes through

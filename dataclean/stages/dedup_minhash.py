@@ -647,16 +647,13 @@ def signature_matrix(column, width: int, dtype: str = "<u4") -> np.ndarray:
 def connected_components(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Component label (the smallest member index) of each of ``n`` nodes joined by edges ``u``–``v``:
     union-find (compiled), else numpy min-hooking (:func:`_hook_components`), else scipy's breadth-first
-    search. Near-linear in nodes + edges whatever the shape: the
-    min-label propagation used before took one round per few steps of a component's diameter (a chain of
-    50,000 documents in shuffled order: 49 s)."""
+    search. Near-linear in nodes + edges whatever the shape."""
     u, v = np.asarray(u, np.int64), np.asarray(v, np.int64)
     if len(u) == 0:
         return np.arange(n, dtype=np.int64)
-    # The kernel only where the kernels are loaded already (a verification task): the driver's candidate
-    # components of a 50,000-document chain took 1.17 s through it, all of it importing numba and loading the
-    # kernels, and 0.33 s through scipy, nearly all of it importing scipy. The numpy hooking below takes 0.009 s
-    # on a shuffled 50,000-node path and 0.12 s on 800,000 random edges; same labels.
+    # The kernel only where the kernels are loaded already (a verification task): on the driver, importing
+    # numba or scipy costs more than the numpy hooking below takes; same labels (docs/measurements.md
+    # #connected-components, benchmarks/bench_components.py).
     if kernels_loaded() and kernels_enabled():
         return mh_kernels().components(int(n), u, v)
     label = _hook_components(int(n), u, v)

@@ -17,15 +17,9 @@ Runs first so that every later signal, hash and shingle sees one spelling of the
   badness heuristics see mojibake, so clean text (legitimate ``SÃO PAULO``, Vietnamese, Chinese, emoji) is
   never touched. A line where a C1 control touches CJK (broken multi-byte text, not cp1252 punctuation) is left
   for the ``garbled`` stage. Not repaired: UTF-8 read as GBK (``鍙戦€佹垚鍔``; ftfy only undoes single-byte codecs; the
-  ``garbled`` stage finds and removes it). Cost, measured on bench shard ``part-00000.parquet`` (21,513
-  documents, 16 MB; CPU of ``Normalize.apply`` in 4096-row batches, best of 3, medians of 3 runs on the shared
-  2-core machine, ``/tmp`` script in the session report): with the compiled kernels ~160k docs/s without the
-  repair (``fix_encoding: false``), ~115k docs/s with it; pyarrow chain ~41k -> ~40k docs/s. The added ~0.045 s
-  is the one RE2 scan (~0.035 s, 2 ns/byte, paid by clean text too) and ftfy on the 2 documents it picks there
-  (changes none; a whole-document ftfy took 25 ms on the longer one, the suspect line alone ~0 ms). On bench shards
-  0-2 (64,539 documents) the pre-filter picks 21, ftfy changes 14 (12 reviews with cp1252 dashes, ellipses and €
-  as C1, two Debian handbook pages whose *quoted* examples of mojibake it also "repairs"), and ftfy run on every
-  one of the 20,717 Latin/Cyrillic documents changes none that the pre-filter misses;
+  ``garbled`` stage finds and removes it). The pre-filter keeps the repair's cost to one RE2 scan for clean
+  text, and on the bench it misses no document ftfy would change (measured: docs/measurements.md
+  #normalize-encoding-repair);
 * Unicode normalization form (NFC by default: canonical composition, which never changes how text reads;
   NFKC would also fold full-width Latin and ligatures, which belongs to dedup shingling, not to the
   training text);
