@@ -231,24 +231,42 @@ def with_benchmarks(cfg: dict, paths: list[str]) -> dict:
 
 
 class _Progress:
-    """Progress bars on stderr (rich); silent when quiet."""
+    """Progress bars on stderr (rich); silent when quiet. Pass 1 also counts the documents its finished tasks
+    read, with their rate, and every phase shows the time left at its rate of tasks (the pieces of a large file
+    make tasks of about one size)."""
 
     def __init__(self, quiet: bool):
         self.quiet = quiet
         self._bar = None
 
     @contextmanager
-    def phase(self, label: str, total: int):
+    def phase(self, label: str, total: int, docs: bool = False):
         if self.quiet or total == 0:
             yield lambda *_: None
             return
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-        with Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("tasks"), TimeElapsedColumn(), console=Console(stderr=True),
-                      transient=False) as bar:
-            t = bar.add_task(label, total=total)
-            yield lambda *_: bar.advance(t)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        with Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(), TextColumn("tasks"),
+                      TextColumn("{task.fields[docs]}"), TimeElapsedColumn(), TextColumn("left"),
+                      TimeRemainingColumn(), console=Console(stderr=True), transient=False) as bar:
+            t = bar.add_task(label, total=total, docs="")
+            started, read = time.time(), [0]
+
+            def tick(result=None) -> None:
+                if docs and isinstance(result, dict):
+                    read[0] += int(result.get("records") or 0)
+                    rate = read[0] / max(time.time() - started, 1e-6)
+                    bar.update(t, advance=1, docs=f"{read[0]:,} docs, {rate:,.0f} docs/s")
+                else:
+                    bar.advance(t)
+            yield tick
 
 
 def make_executor(kind: str = "local", workers: int = 1, address: str | None = None, import_main: bool = False):
@@ -512,7 +530,7 @@ class _Phases:
                 todo.append(spec)
         if todo:  # new pass-1 outputs: the reduce tasks' candidates must be made again from them
             clear_candidates(self.lay)
-        with self.progress.phase("pass 1", len(todo)) as tick:
+        with self.progress.phase("pass 1", len(todo), docs=True) as tick:
             for res in self.ex.map(pass1_task, todo, on_done=tick):
                 self.p1[res["task"]] = res
         results = self.results()
