@@ -103,3 +103,22 @@ def test_a_file_cut_into_pieces_gives_the_bytes_of_a_whole_read(tmp_path, big_fi
     removed = pq.read_table(tmp_path / "out1/rejected").to_pydict()
     dups = [(i, d) for i, r, d in zip(removed["id"], removed["rule"], removed["dup_of"]) if r == "exact_duplicate"]
     assert ("d05998", "d02999") in dups  # a copy in the last piece of a document in an earlier one
+
+
+def test_a_large_file_read_as_one_task_by_idle_workers_gets_a_note(tmp_path, big_file):
+    from dataclean.config import resolve_config
+    from dataclean.exec.runner import _one_task_notes
+    from dataclean.sections import InputSection
+
+    big_jsonl = tmp_path / "big.jsonl"
+    line = json.dumps({"text": EN[0]}) + "\n"
+    big_jsonl.write_text(line * (17_000_000 // len(line) + 1))
+    small = tmp_path / "small.jsonl"
+    small.write_text(line)
+    inp = InputSection.of(resolve_config({}))
+    [note] = _one_task_notes([str(big_jsonl), str(small)], [(0,), (1,)], inp, 2)
+    assert note == (f"{big_jsonl} (17 MB) was read as one task, by 1 of the 2 workers: only Parquet files are cut "
+                    "into pieces; convert it to Parquet to use them all")
+    assert _one_task_notes([str(big_jsonl)], [(0, 1)], inp, 2) == []  # (cut into pieces)
+    off = InputSection.of(resolve_config({"input": {"split_mb": 0}}))
+    assert _one_task_notes([str(big_file)], [(0,)], off, 2) == []  # small on disk

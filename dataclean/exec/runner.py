@@ -471,6 +471,24 @@ def _may_split(path: str, inp: InputSection) -> bool:
     except OSError:
         return False
 
+def _one_task_notes(files: list[str], file_tasks: list[tuple[int, ...]], inp: InputSection, workers: int) -> list[str]:
+    """A line for each large input read as one task while workers are idle, saying how to use them all."""
+    notes = []
+    for path, tasks in zip(files, file_tasks):
+        try:
+            size = iofs.stat(path)[0]
+        except (OSError, ValueError):
+            continue
+        if len(tasks) > 1 or size < max(inp.split_bytes, 16 << 20):  # (on disk: a few seconds of work or more)
+            continue
+        why = ("input.split_mb is 0; set it (16) to cut it into pieces" if detect_format(path) == "parquet" and
+               inp.split_mb <= 0 else "only Parquet files are cut into pieces; convert it to Parquet to use them all")
+        if detect_format(path) == "parquet" and inp.split_mb > 0:
+            continue  # (under input.split_mb MiB of row groups: small enough for one task)
+        notes.append(f"{path} ({size / 1e6:,.0f} MB) was read as one task, by 1 of the {workers} workers: {why}")
+    return notes
+
+
 @dataclass
 class _Phases:
     """One run's phases and what they hand on: the pass-1 results, the failed inputs, the tasks resumed, the
@@ -487,6 +505,7 @@ class _Phases:
     p1: dict[int, dict] = field(default_factory=dict)  # pass-1 task -> its result
     file_tasks: list[tuple[int, ...]] = field(default_factory=list)  # input file -> its pass-1 tasks
     task_cfg: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # said with the summary's warnings
     failed: list[dict] = field(default_factory=list)
     resumed: int = 0
     timings: dict[str, float] = field(default_factory=dict)
@@ -509,6 +528,8 @@ class _Phases:
             for k, rows in enumerate(pieces or [None]):
                 specs.append(TaskSpec(len(specs), path, self.output, task_cfg, self.fp, self.publish, rows, k))
             self.file_tasks.append(tuple(range(first, len(specs))))
+        if len(specs) < self.ex.workers:
+            self.notes += _one_task_notes(files, self.file_tasks, inp, self.ex.workers)
         return specs
 
     def results(self) -> list[dict]:
@@ -610,7 +631,7 @@ class _Phases:
         summary.verified = report.ok
         summary.failed_inputs = [{"input": f["input"], "error": f["error"]} for f in self.failed]
         summary.warnings = [w for w in [sanity.mostly_bad_warning(output, sanity.mapping_of(cfg))] if w]
-        summary.warnings = extra_warnings + summary.warnings
+        summary.warnings = extra_warnings + self.notes + summary.warnings
         return summary
 
 
