@@ -8,6 +8,8 @@ list of entries. Unset (always, outside tests), a failpoint costs one environmen
   retried task passes.
 * ``die-always:NAME``: the process that reaches the point SIGKILLs itself alone, every time (a worker the OOM
   killer takes on every attempt).
+* ``pause:NAME``: the process that reaches the point sleeps ``DATACLEAN_FAILPOINT_PAUSE`` seconds (60), so
+  that a test can signal a run that is surely at that point (Ctrl-C in pass 1).
 * ``write-fail:GLOB``: a writer about to write a file whose path matches ``GLOB`` (``fnmatch`` on the final
   path, e.g. ``*/data/part-00001-*``) raises ``OSError(ENOSPC)`` after the temporary file was opened, as a
   full disk would (:func:`write_failpoint`).
@@ -22,6 +24,7 @@ import signal
 WRITE_FAIL = "write-fail:"
 DIE_ONCE = "die-once:"
 DIE_ALWAYS = "die-always:"
+PAUSE = "pause:"
 
 
 def failpoint(name: str) -> None:
@@ -31,6 +34,10 @@ def failpoint(name: str) -> None:
     entries = spec.split(",")
     if name in entries:
         os.killpg(os.getpgrp(), signal.SIGKILL)
+    if PAUSE + name in entries:
+        import time
+
+        time.sleep(float(os.environ.get("DATACLEAN_FAILPOINT_PAUSE", "60")))
     if DIE_ALWAYS + name in entries:
         os.kill(os.getpid(), signal.SIGKILL)
     if DIE_ONCE + name in entries:

@@ -288,12 +288,16 @@ def test_ctrl_c_during_a_run_is_one_line_and_the_rerun_resumes(tmp_path):
     """SIGINT to the run's process group (what Ctrl-C in a terminal does: the workers get it too)."""
     out = tmp_path / "out"
     args = ["run", SAMPLE, "-o", out, "--quiet"]
+    # the first pass-1 task pauses after its marker: the run is surely in pass 1 when the signal comes (a
+    # fixed sleep raced a run that had finished by then on a fast machine)
+    env = {**os.environ, "DATACLEAN_FAILPOINTS": "pause:pass1-done-0"}
     proc = subprocess.Popen([sys.executable, "-m", "dataclean.cli", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
     deadline = time.time() + 120
-    while not (out / "_work" / "pass1").is_dir() and time.time() < deadline and proc.poll() is None:
+    marker = out / "_work" / "markers" / "pass1-00000.json"
+    while not marker.exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.02)
-    time.sleep(0.5)  # (in pass 1)
+    time.sleep(0.2)  # (the task is in its pause)
     os.killpg(proc.pid, signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
