@@ -291,8 +291,11 @@ def test_ctrl_c_during_a_run_is_one_line_and_the_rerun_resumes(tmp_path):
     # the first pass-1 task pauses after its marker: the run is surely in pass 1 when the signal comes (a
     # fixed sleep raced a run that had finished by then on a fast machine)
     env = {**os.environ, "DATACLEAN_FAILPOINTS": "pause:pass1-done-0"}
+    # SIGINT as a terminal's: a CI runner that started the tests in the background (SIGINT ignored, which the
+    # run would inherit) must not make the signal a no-op
     proc = subprocess.Popen([sys.executable, "-m", "dataclean.cli", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     marker = out / "_work" / "markers" / "pass1-00000.json"
     while not marker.exists() and time.time() < deadline and proc.poll() is None:
@@ -300,7 +303,7 @@ def test_ctrl_c_during_a_run_is_one_line_and_the_rerun_resumes(tmp_path):
     time.sleep(0.2)  # (the task is in its pause)
     os.killpg(proc.pid, signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == 130, (marker.exists(), stdout, stderr)
     assert stderr.splitlines() == [INTERRUPTED] and stdout == ""
     again = run_cli(*args)
     assert again.returncode == 0, again.stderr
