@@ -545,7 +545,7 @@ def validate(cfg: dict) -> None:
 SIZE_BOUNDS = {
     "input.batch_rows": (1, 1_000_000, "rows held in memory at once per worker"),
     "input.max_record_bytes": (1, 1 << 30, "bytes of one record, held a few times over while it is read"),
-    "input.split_mb": (0, 1 << 30, "MiB of row groups per pass-1 task of a large Parquet file; 0: one per file"),
+    "input.split_mb": (0, 1 << 30, "MiB per pass-1 task of a large Parquet or JSON Lines file; 0: one per file"),
     "output.shard_max_rows": (1, 100_000_000, "rows of one output shard"),
     "output.shard_max_mb": (1, 1_000_000, "MB of one output shard"),
     "output.row_group_rows": (1, 10_000_000, "rows of one Parquet row group"),

@@ -110,15 +110,98 @@ def test_a_large_file_read_as_one_task_by_idle_workers_gets_a_note(tmp_path, big
     from dataclean.exec.runner import _one_task_notes
     from dataclean.sections import InputSection
 
-    big_jsonl = tmp_path / "big.jsonl"
+    big_json = tmp_path / "big.json"
     line = json.dumps({"text": EN[0]}) + "\n"
-    big_jsonl.write_text(line * (17_000_000 // len(line) + 1))
+    big_json.write_text(line * (17_000_000 // len(line) + 1))
     small = tmp_path / "small.jsonl"
     small.write_text(line)
     inp = InputSection.of(resolve_config({}))
-    [note] = _one_task_notes([str(big_jsonl), str(small)], [(0,), (1,)], inp, 2)
-    assert note == (f"{big_jsonl} (17 MB) was read as one task, by 1 of the 2 workers: only Parquet files are cut "
-                    "into pieces; convert it to Parquet to use them all")
-    assert _one_task_notes([str(big_jsonl)], [(0, 1)], inp, 2) == []  # (cut into pieces)
+    [note] = _one_task_notes([str(big_json), str(small)], [(0,), (1,)], inp, 2)
+    assert note == (f"{big_json} (17 MB) was read as one task, by 1 of the 2 workers: a .json file may be one "
+                    "JSON array; rename it .jsonl if it is JSON Lines")
+    assert _one_task_notes([str(big_json)], [(0, 1)], inp, 2) == []  # (cut into pieces)
     off = InputSection.of(resolve_config({"input": {"split_mb": 0}}))
     assert _one_task_notes([str(big_file)], [(0,)], off, 2) == []  # small on disk
+    big_jsonl = tmp_path / "big.jsonl"
+    big_json.rename(big_jsonl)
+    [note] = _one_task_notes([str(big_jsonl)], [(0,)], off, 2)
+    assert note.endswith("by 1 of the 2 workers: input.split_mb is 0; set it (16) to cut it into pieces")
+    assert _one_task_notes([str(big_jsonl)], [(0,)], inp, 2) == []  # (small enough for one task)
+
+
+# --------------------------------------------------------------------------------------------------------
+# JSON Lines: byte spans at chunk ends
+
+def _jsonl_bytes(docs: list[dict]) -> bytes:
+    """``docs`` as JSON Lines with what real files hold: CRLF line ends, blank and space-only lines, an
+    indented record, a line that is not JSON, and no line end after the last record."""
+    out = []
+    for i, d in enumerate(docs):
+        line = json.dumps(d, ensure_ascii=False)
+        if i % 11 == 3:
+            out.append("\n")
+        if i % 13 == 5:
+            out.append("  \t\r\n")
+        if i % 17 == 9:
+            line = "  " + line
+        if i % 19 == 2:
+            out.append(f"not json {i}\n")
+        out.append(line + ("\r\n" if i % 3 == 0 else "\n"))
+    return "".join(out).rstrip("\r\n").encode("utf-8")
+
+
+def test_jsonl_pieces_end_at_the_chunk_ends_of_a_whole_read(tmp_path, monkeypatch):
+    from dataclean.io import pieces, readers
+
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(_jsonl_bytes(_docs(600)))
+    monkeypatch.setattr(pieces, "SCAN_BYTES", 4096)  # lines across scan blocks
+    size = path.stat().st_size
+    cut = pieces.jsonl_pieces(str(path), size // 4, 32, 1 << 30, 1 << 20)
+    assert [(s, e) for s, e, _ in cut] == [(0, 58738), (58738, 117713), (117713, 176740), (176740, 232540)]
+    assert [line for _, _, line in cut] == [0, 186, 371, 557]
+    assert cut[-1][1] == size and all(a[1] == b[0] for a, b in zip(cut, cut[1:]))
+    assert pieces.jsonl_pieces(str(path), 0, 32, 1 << 30, 1 << 20) is None  # off
+    assert pieces.jsonl_pieces(str(path), size, 32, 1 << 30, 1 << 20) is None  # one piece
+
+    def chunks(**kw):
+        return [(c.docs.to_pydict(), c.bad.to_pydict() if c.bad is not None else None)
+                for c in readers.read_shard(str(path), 2, batch_rows=32, **kw)]
+
+    assert [c for span in cut for c in chunks(span=span)] == chunks()
+    # a chunk also ends at 64 MiB of record lines; here at 2,000 bytes
+    monkeypatch.setattr(readers, "MAX_CHUNK_TEXT_BYTES", 2000)
+    by_bytes = pieces.jsonl_pieces(str(path), size // 3, 32, 2000, 1 << 20)
+    assert len(by_bytes) == 3
+    assert [c for span in by_bytes for c in chunks(span=span)] == chunks()
+    [first] = list(readers.read_shard(str(path), 2, batch_rows=5000, span=cut[1]))[:1]
+    assert first.docs.column("origin_row")[0].as_py() == 186  # line numbers of the whole file
+    assert first.docs.column("id")[0].as_py() == "d00152"  # (5 chunks of 32 records: 152 documents, 8 bad lines)
+
+
+def test_a_byte_range_of_a_compressed_file_is_refused(tmp_path):
+    path = tmp_path / "x.jsonl.gz"
+    path.write_bytes(b"")
+    with pytest.raises(ValueError, match="a byte range is for local, uncompressed JSON Lines files"):
+        next(read_shard(str(path), 0, span=(0, 1, 0)))
+
+
+def test_a_jsonl_file_cut_into_pieces_gives_the_bytes_of_a_whole_read(tmp_path):
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(_jsonl_bytes(_docs(9000)))
+    outs = {}
+    for split in (0, 1):
+        out = tmp_path / f"out{split}"
+        r = run_cli("run", path, "-o", out, "--workers", "2", "--quiet", "--set", "output.report=false",
+                    "--set", f"input.split_mb={split}", "--set", "input.batch_rows=128", timeout=600)
+        assert r.returncode == 0, r.stderr
+        outs[split] = folder_bytes(out, "data", "rejected", "dedup", "stats")
+        manifest = json.loads((out / "manifest.json").read_text())
+        [entry] = manifest["inputs"]
+        assert (entry["records"], entry["bad_records"], entry["status"]) == (9474, 474, "ok")
+    assert outs[0] == outs[1]
+    tasks = sorted(p.name for p in (tmp_path / "out1/_work/markers").glob("pass1-*.json"))
+    assert tasks == ["pass1-00000.json", "pass1-00001.json", "pass1-00002.json"]
+    removed = pq.read_table(tmp_path / "out1/rejected").to_pydict()
+    dups = [(i, d) for i, r, d in zip(removed["id"], removed["rule"], removed["dup_of"]) if r == "exact_duplicate"]
+    assert ("d08994", "d04497") in dups  # a copy in the last piece of a document in the second

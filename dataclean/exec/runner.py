@@ -38,7 +38,14 @@ from dataclean.failpoints import failpoint
 from dataclean.fingerprint import fingerprint
 from dataclean.io import fs as iofs
 from dataclean.io.fs import files_in
-from dataclean.io.readers import detect_format, discover_inputs, parquet_pieces
+from dataclean.io.pieces import jsonl_pieces
+from dataclean.io.readers import (
+    JSON_ARRAY_SUFFIXES,
+    MAX_CHUNK_TEXT_BYTES,
+    detect_format,
+    discover_inputs,
+    parquet_pieces,
+)
 from dataclean.io.warc import WARC_HTML_SUFFIXES
 from dataclean.io.writers import write_errors, write_json_atomic
 from dataclean.layout import OWNED_ENTRIES, Layout, load_marker
@@ -459,17 +466,26 @@ def _finished_already(lay: Layout, cfg: dict, files: list[str], fp: str, started
 
 
 
-def _may_split(path: str, inp: InputSection) -> bool:
-    """Whether ``path`` may be cut into pieces: a Parquet file that splitting is on for and that is not
-    smaller on disk than a piece (its footer is read only then; an object-store file always)."""
-    if inp.split_mb <= 0 or detect_format(path) != "parquet":
-        return False
-    if iofs.is_uri(path):
-        return True
-    try:
-        return os.path.getsize(path) >= inp.split_bytes // 8  # (text compresses 3-5x; this reads no footer)
-    except OSError:
-        return False
+def _pieces(path: str, inp: InputSection) -> list | None:
+    """The pieces of ``path``: row ranges of a Parquet file (:func:`~dataclean.io.readers.parquet_pieces`;
+    its footer is read only when the file is not smaller on disk than a piece, an object-store file always)
+    or byte spans of a local, uncompressed JSON Lines file (:func:`~dataclean.io.pieces.jsonl_pieces`); None:
+    one task."""
+    if inp.split_mb <= 0:
+        return None
+    fmt = detect_format(path)
+    if fmt == "parquet":
+        if not iofs.is_uri(path):
+            try:
+                if os.path.getsize(path) < inp.split_bytes // 8:  # (text compresses 3-5x; this reads no footer)
+                    return None
+            except OSError:
+                return None
+        return parquet_pieces(path, inp.split_bytes, inp.batch_rows)
+    if fmt == "jsonl" and not iofs.is_uri(path) and not path.lower().endswith(JSON_ARRAY_SUFFIXES):
+        return jsonl_pieces(path, inp.split_bytes, inp.batch_rows, MAX_CHUNK_TEXT_BYTES, inp.max_record_bytes)
+    return None
+
 
 def _one_task_notes(files: list[str], file_tasks: list[tuple[int, ...]], inp: InputSection, workers: int) -> list[str]:
     """A line for each large input read as one task while workers are idle, saying how to use them all."""
@@ -481,10 +497,20 @@ def _one_task_notes(files: list[str], file_tasks: list[tuple[int, ...]], inp: In
             continue
         if len(tasks) > 1 or size < max(inp.split_bytes, 16 << 20):  # (on disk: a few seconds of work or more)
             continue
-        why = ("input.split_mb is 0; set it (16) to cut it into pieces" if detect_format(path) == "parquet" and
-               inp.split_mb <= 0 else "only Parquet files are cut into pieces; convert it to Parquet to use them all")
-        if detect_format(path) == "parquet" and inp.split_mb > 0:
-            continue  # (under input.split_mb MiB of row groups: small enough for one task)
+        fmt = detect_format(path)
+        splittable = fmt == "parquet" or (fmt == "jsonl" and not iofs.is_uri(path)
+                                          and not path.lower().endswith(JSON_ARRAY_SUFFIXES))
+        if splittable and inp.split_mb > 0:
+            continue  # (under input.split_mb MiB: small enough for one task)
+        if splittable:
+            why = "input.split_mb is 0; set it (16) to cut it into pieces"
+        elif fmt in ("jsonl.gz", "jsonl.zst"):
+            why = "a compressed file is read from its start; decompress it to .jsonl or convert it to Parquet"
+        elif fmt == "jsonl":
+            why = ("a .json file may be one JSON array; rename it .jsonl if it is JSON Lines" if not iofs.is_uri(path)
+                   else "only local JSON Lines files are cut into pieces; copy it to local disk or convert it to Parquet")
+        else:
+            why = "only Parquet and JSON Lines files are cut into pieces; convert it to Parquet to use them all"
         notes.append(f"{path} ({size / 1e6:,.0f} MB) was read as one task, by 1 of the {workers} workers: {why}")
     return notes
 
@@ -515,8 +541,8 @@ class _Phases:
         return bool(m and m.get("fingerprint") == self.fp)
 
     def plan(self, files: list[str]) -> list[TaskSpec]:
-        """One pass-1 task per input file, or per piece of a large Parquet file (``input.split_mb``:
-        :func:`~dataclean.io.readers.parquet_pieces`), with the config the stages derived (no worker derives it
+        """One pass-1 task per input file, or per piece of a large Parquet or JSON Lines file
+        (``input.split_mb``: :func:`_pieces`), with the config the stages derived (no worker derives it
         again)."""
         self.task_cfg = task_cfg = self.pipe.task_config(self.cfg)
         remember_pipeline(task_cfg, self.pipe)
@@ -524,9 +550,10 @@ class _Phases:
         specs: list[TaskSpec] = []
         for path in files:
             first = len(specs)
-            pieces = parquet_pieces(path, inp.split_bytes, inp.batch_rows) if _may_split(path, inp) else None
-            for k, rows in enumerate(pieces or [None]):
-                specs.append(TaskSpec(len(specs), path, self.output, task_cfg, self.fp, self.publish, rows, k))
+            pieces = _pieces(path, inp)
+            for k, piece in enumerate(pieces or [None]):
+                rows, span = (piece, None) if piece is None or len(piece) == 2 else (None, piece)
+                specs.append(TaskSpec(len(specs), path, self.output, task_cfg, self.fp, self.publish, rows, span, k))
             self.file_tasks.append(tuple(range(first, len(specs))))
         if len(specs) < self.ex.workers:
             self.notes += _one_task_notes(files, self.file_tasks, inp, self.ex.workers)

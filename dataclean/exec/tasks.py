@@ -40,7 +40,8 @@ _PIPELINES: dict[str, Pipeline] = {}
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """One pass-1 task: an input file, or one piece of a large Parquet file (``rows``). ``task`` numbers
+    """One pass-1 task: an input file, or one piece of a large Parquet file (``rows``) or JSON Lines file
+    (``span``). ``task`` numbers
     the run's pass-1 tasks in input order: its folder, its marker and the high bits of its ``doc_key`` s."""
 
     task: int
@@ -50,6 +51,7 @@ class TaskSpec:
     fingerprint: str
     publish: str | None = None  # a destination (URI or folder) pass 2 copies this task's data/ and rejected/ to
     rows: tuple[int, int] | None = None  # (start, end): the rows of this piece (io.readers.parquet_pieces)
+    span: tuple[int, int, int] | None = None  # (start, end, first line): its bytes (io.pieces.jsonl_pieces)
     piece: int = 0  # which piece of its file (piece 0 also checksums the whole file)
 
 
@@ -135,7 +137,7 @@ def pass1_task(spec: TaskSpec) -> dict:
     try:
         before = _stat_or_none(spec.input_path)  # what the manifest records: the file as it was when read
         for chunk in read_shard(spec.input_path, spec.task, inp.columns, inp.batch_rows, inp.max_record_bytes,
-                                rows=spec.rows):
+                                rows=spec.rows, span=spec.span):
             records += chunk.n_records
             _add_counts(skipped, chunk.skipped)
             nbytes += pc.sum(pc.binary_length(chunk.docs.column("text"))).as_py() or 0

@@ -966,34 +966,64 @@ def _sniff_array(lines) -> tuple[bool, bytes]:
     return body.lstrip(_SPACE)[:1] == b"[", head
 
 
-def _read_jsonl(path: str, fmt: str, file_index: int, mapping: ColumnMapping,
-                batch_rows: int, cap: int = DEFAULT_MAX_RECORD_BYTES) -> Iterator[ReadChunk]:
+def _read_jsonl(path: str, fmt: str, file_index: int, mapping: ColumnMapping, batch_rows: int,
+                cap: int = DEFAULT_MAX_RECORD_BYTES, span: tuple[int, int, int] | None = None) -> Iterator[ReadChunk]:
     """JSON Lines, or for a name ending ``.json`` (also ``.gz``/``.zst``) whose first non-space byte is ``[``,
-    the objects of one JSON array (:func:`_array_elements`; ``origin_row`` is the element's index)."""
+    the objects of one JSON array (:func:`_array_elements`; ``origin_row`` is the element's index). A chunk
+    ends after the record that brings it to ``batch_rows`` records or to :data:`MAX_CHUNK_TEXT_BYTES` bytes of
+    record lines (without their ``\\n`` or ``\\r\\n``), the rule :mod:`dataclean.io.pieces` replays to cut
+    a file. ``span`` ``(start, end, first line number)``: only those bytes of a plain JSON Lines file (a
+    piece from :func:`~dataclean.io.pieces.jsonl_pieces`), its lines numbered as in the whole file."""
     keys = mapping.mapped()
     state = _JsonlChunk()
+    chunk_bytes = 0
     try:
-        with _open_lines(path, fmt) as lines:
-            if path.lower().endswith(JSON_ARRAY_SUFFIXES):
+        with (_open_span(path, span) if span is not None else _open_lines(path, fmt)) as lines:
+            if span is None and path.lower().endswith(JSON_ARRAY_SUFFIXES):
                 is_array, head = _sniff_array(lines)
                 lines = io.BufferedReader(_Prefixed(lines, head=head), buffer_size=1 << 20)
                 if is_array:
                     yield from _read_json_array(lines, path, file_index, mapping, batch_rows, cap)
                     return
-            for lineno, (line, oversized) in enumerate(capped_lines(lines, cap, min(cap, MAX_RAW_BYTES))):
+            first = span[2] if span is not None else 0
+            for lineno, (line, oversized) in enumerate(capped_lines(lines, cap, min(cap, MAX_RAW_BYTES)), first):
                 if oversized is not None:  # line is its beginning only
                     state.bad.append((lineno, line, oversized_detail(oversized, cap), None, mapping.default_source))
+                    chunk_bytes += oversized
                 elif not line or line.isspace():
                     continue  # a blank line is not a record (documented: rows count lines, blanks included)
                 else:
                     state.add(lineno, line, mapping, keys)
-                if state.n >= batch_rows or state.text_bytes >= MAX_CHUNK_TEXT_BYTES:
+                    chunk_bytes += len(line) - (2 if line.endswith(b"\r\n") else 1 if line.endswith(b"\n") else 0)
+                if state.n >= batch_rows or chunk_bytes >= MAX_CHUNK_TEXT_BYTES:
                     yield state.finish(path, file_index, mapping)
-                    state = _JsonlChunk()
+                    state, chunk_bytes = _JsonlChunk(), 0
     except (OSError, EOFError, zlib.error, zstandard.ZstdError) as exc:
         raise InputFileError(path, f"cannot decompress or read ({_one_line(exc)})") from None
     if state.n:
         yield state.finish(path, file_index, mapping)
+
+
+class _Span(BlockStream):
+    """The bytes ``[start, end)`` of a local file (one piece of it)."""
+
+    def __init__(self, path: str, start: int, end: int):
+        fh = open(path, "rb")
+        fh.seek(start)
+        self._left = end - start
+        super().__init__(fh, 1 << 20)
+
+    def _blocks_of(self):
+        while self._left > 0:
+            data = self._fh.read(min(self._block, self._left))
+            if not data:
+                raise EOFError("file ended before the end of its piece (truncated while read?)")
+            self._left -= len(data)
+            yield data
+
+
+def _open_span(path: str, span: tuple[int, int, int]):
+    return io.BufferedReader(_Span(path, span[0], span[1]), buffer_size=1 << 20)
 
 
 def _read_json_array(lines, path: str, file_index: int, mapping: ColumnMapping, batch_rows: int,
@@ -1314,14 +1344,18 @@ def _one_line(exc: BaseException) -> str:
 
 def read_shard(path: str, file_index: int, mapping: ColumnMapping | None = None,
                batch_rows: int = 4096, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
-               rows: tuple[int, int] | None = None) -> Generator[ReadChunk, None, None]:
+               rows: tuple[int, int] | None = None,
+               span: tuple[int, int, int] | None = None) -> Generator[ReadChunk, None, None]:
     """Yield :class:`ReadChunk` s of one input file (a local path or a URI, see :mod:`dataclean.io.fs`); raise
     :class:`InputFileError` if the file is unreadable. A record of more than ``max_record_bytes`` bytes
     (``input.max_record_bytes``) is a bad record, not read whole (see the module docstring). ``rows``
     ``(start, end)``: only those rows of a Parquet file (a piece from :func:`parquet_pieces`), in the chunks
-    a read of the whole file gives them."""
+    a read of the whole file gives them. ``span`` ``(start, end, first line)``: only those bytes of a local,
+    uncompressed JSON Lines file (a piece from :func:`~dataclean.io.pieces.jsonl_pieces`), likewise."""
     if rows is not None and detect_format(path) != "parquet":
         raise ValueError(f"{path}: a row range is for Parquet files")
+    if span is not None and (detect_format(path) != "jsonl" or fs.is_uri(path)):
+        raise ValueError(f"{path}: a byte range is for local, uncompressed JSON Lines files")
     if not isinstance(max_record_bytes, int) or isinstance(max_record_bytes, bool) or max_record_bytes <= 0:
         raise ValueError(f"max_record_bytes: must be a positive integer, got {max_record_bytes!r}")
     mapping = mapping or ColumnMapping()
@@ -1342,7 +1376,7 @@ def read_shard(path: str, file_index: int, mapping: ColumnMapping | None = None,
     elif fmt == "warc":
         yield from _read_warc(path, file_index, mapping, batch_rows, max_record_bytes)
     else:
-        yield from _read_jsonl(path, fmt, file_index, mapping, batch_rows, max_record_bytes)
+        yield from _read_jsonl(path, fmt, file_index, mapping, batch_rows, max_record_bytes, span)
 
 
 

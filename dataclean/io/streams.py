@@ -87,8 +87,5 @@ def capped_lines(fh, cap: int, keep: int) -> Iterator[tuple[bytes, int | None]]:
 
 
 def _without_end(line: bytes) -> int:
-    """The length of ``line`` without its line end (every trailing ``\\r`` and ``\\n``, as ``rstrip``)."""
-    n = len(line)
-    while n and line[n - 1] in (10, 13):
-        n -= 1
-    return n
+    """The length of ``line`` without its line end: a ``\\n``, or a ``\\r\\n``."""
+    return len(line) - (2 if line.endswith(b"\r\n") else 1 if line.endswith(b"\n") else 0)
