@@ -1,7 +1,9 @@
-"""One large Parquet file: ``--workers 1`` against ``--workers 2`` (issue 20 item 3).
+"""One large Parquet or JSON Lines file: ``--workers 1`` against ``--workers 2`` (issue 20 item 3).
 
 The 12 bench shards are concatenated into one Parquet file (row groups of ``--row-group-rows``, 16,384 by
-default: ~13 MB of text each), written once into the temp folder. Then, alternating repetition by
+default: ~13 MB of text each), or with ``--format jsonl`` into one JSON Lines file (DuckDB's ``COPY ... (FORMAT
+JSON)``, every column), written once into the temp folder. For JSON Lines the planning scan
+(``dataclean.io.pieces.jsonl_pieces``) is also timed on its own, median of 3. Then, alternating repetition by
 repetition, in one invocation: ``dataclean run BIG -o OUT --workers W --fresh`` (default pipeline, no report)
 for W = 1 and 2, and the same with ``input.split_mb=0`` (one task for the file, as before splitting) at
 W = 2. Wall time and CPU time (user + sys of the process tree) are medians; peak memory is not sampled
@@ -9,6 +11,7 @@ W = 2. Wall time and CPU time (user + sys of the process tree) are medians; peak
 runs are checked byte-identical (data/, rejected/, dedup/, stats/).
 
     python benchmarks/bench_split.py [--reps 3] [--json benchmarks/results/split.json]
+    python benchmarks/bench_split.py --format jsonl --json benchmarks/results/split_jsonl.json
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -49,6 +53,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--row-group-rows", type=int, default=16_384)
     ap.add_argument("--split-mb", type=int, default=None, help="input.split_mb of the split sides (default: the config's)")
+    ap.add_argument("--format", choices=("parquet", "jsonl"), default="parquet")
     ap.add_argument("--tmp", default=None)
     ap.add_argument("--json", default=os.path.join(REPO, "benchmarks", "results", "split.json"))
     args = ap.parse_args()
@@ -60,6 +65,29 @@ def main() -> None:
         pq.write_table(table, big, row_group_size=args.row_group_rows, compression="zstd")
         docs, text_mb = table.num_rows, pc.sum(pc.binary_length(table.column("text"))).as_py() / 1e6
         del table
+        plan: dict = {}
+        if args.format == "jsonl":
+            import duckdb
+
+            from dataclean.config import resolve_config
+            from dataclean.io.pieces import jsonl_pieces
+            from dataclean.io.readers import MAX_CHUNK_TEXT_BYTES
+            from dataclean.sections import InputSection
+
+            parquet, big = big, os.path.join(tmp, "bench-all.jsonl")
+            duckdb.sql(f"COPY (SELECT * FROM read_parquet('{parquet}')) TO '{big}' (FORMAT JSON)")
+            os.unlink(parquet)
+            cfg = resolve_config({"input": {"split_mb": args.split_mb}} if args.split_mb is not None else {})
+            inp = InputSection.of(cfg)
+            times = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                pieces = jsonl_pieces(big, inp.split_bytes, inp.batch_rows, MAX_CHUNK_TEXT_BYTES, inp.max_record_bytes)
+                times.append(time.perf_counter() - t0)
+            size = os.path.getsize(big)
+            plan = {"file_mb": round(size / 1e6, 1), "pieces": len(pieces or [None]),
+                    "plan_s": round(median(times), 3), "plan_mb_per_s": round(size / 1e6 / median(times))}
+            print("plan", plan, flush=True)
         split = ["--set", f"input.split_mb={args.split_mb}"] if args.split_mb is not None else []
         sides = {"workers 1": ["--workers", "1", *split], "workers 2": ["--workers", "2", *split],
                  "workers 2, split_mb=0": ["--workers", "2", "--set", "input.split_mb=0"]}
@@ -80,7 +108,7 @@ def main() -> None:
                         tasks = len(json.load(fh)["inputs"])
                     print(name, "inputs in manifest:", tasks, flush=True)
                 print(name, runs[name][-1], flush=True)
-        result = {"split_mb": args.split_mb, "docs": docs, "text_mb": round(text_mb, 1), "row_group_rows": args.row_group_rows,
+        result = {"format": args.format, "split_mb": args.split_mb, "plan": plan, "docs": docs, "text_mb": round(text_mb, 1), "row_group_rows": args.row_group_rows,
                   "reps": args.reps, "load_1min_at_end": os.getloadavg()[0], "runs": runs,
                   "median": {n: {k: median([r[k] for r in rs]) for k in ("wall_s", "cpu_s")} for n, rs in runs.items()},
                   "identical_outputs": len(set(digests.values())) == 1}
