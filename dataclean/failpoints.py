@@ -20,6 +20,7 @@ import errno
 import fnmatch
 import os
 import signal
+import time
 
 WRITE_FAIL = "write-fail:"
 DIE_ONCE = "die-once:"
@@ -35,8 +36,6 @@ def failpoint(name: str) -> None:
     if name in entries:
         os.killpg(os.getpgrp(), signal.SIGKILL)
     if PAUSE + name in entries:
-        import time
-
         time.sleep(float(os.environ.get("DATACLEAN_FAILPOINT_PAUSE", "60")))
     if DIE_ALWAYS + name in entries:
         os.kill(os.getpid(), signal.SIGKILL)

@@ -466,25 +466,34 @@ def _finished_already(lay: Layout, cfg: dict, files: list[str], fp: str, started
 
 
 
-def _pieces(path: str, inp: InputSection) -> list | None:
+def _splittable(path: str, fmt: str) -> bool:
+    """Whether an input of format ``fmt`` can be cut into pieces at all: Parquet, or JSON Lines on a local disk,
+    uncompressed, not named ``.json`` (which may hold one JSON array)."""
+    return fmt == "parquet" or (fmt == "jsonl" and not iofs.is_uri(path)
+                                and not path.lower().endswith(JSON_ARRAY_SUFFIXES))
+
+
+Piece = tuple[tuple[int, int] | None, tuple[int, int, int] | None]  # (Parquet rows, JSON Lines span)
+
+
+def _pieces(path: str, inp: InputSection) -> list[Piece] | None:
     """The pieces of ``path``: row ranges of a Parquet file (:func:`~dataclean.io.readers.parquet_pieces`;
     its footer is read only when the file is not smaller on disk than a piece, an object-store file always)
-    or byte spans of a local, uncompressed JSON Lines file (:func:`~dataclean.io.pieces.jsonl_pieces`); None:
-    one task."""
-    if inp.split_mb <= 0:
-        return None
+    or byte spans of a JSON Lines file (:func:`~dataclean.io.pieces.jsonl_pieces`); None: one task."""
     fmt = detect_format(path)
-    if fmt == "parquet":
-        if not iofs.is_uri(path):
-            try:
-                if os.path.getsize(path) < inp.split_bytes // 8:  # (text compresses 3-5x; this reads no footer)
-                    return None
-            except OSError:
+    if inp.split_mb <= 0 or not _splittable(path, fmt):
+        return None
+    if fmt == "jsonl":
+        spans = jsonl_pieces(path, inp.split_bytes, inp.batch_rows, MAX_CHUNK_TEXT_BYTES, inp.max_record_bytes)
+        return [(None, span) for span in spans] if spans else None
+    if not iofs.is_uri(path):
+        try:
+            if os.path.getsize(path) < inp.split_bytes // 8:  # (text compresses 3-5x; this reads no footer)
                 return None
-        return parquet_pieces(path, inp.split_bytes, inp.batch_rows)
-    if fmt == "jsonl" and not iofs.is_uri(path) and not path.lower().endswith(JSON_ARRAY_SUFFIXES):
-        return jsonl_pieces(path, inp.split_bytes, inp.batch_rows, MAX_CHUNK_TEXT_BYTES, inp.max_record_bytes)
-    return None
+        except OSError:
+            return None
+    rows = parquet_pieces(path, inp.split_bytes, inp.batch_rows)
+    return [(r, None) for r in rows] if rows else None
 
 
 def _one_task_notes(files: list[str], file_tasks: list[tuple[int, ...]], inp: InputSection, workers: int) -> list[str]:
@@ -498,8 +507,7 @@ def _one_task_notes(files: list[str], file_tasks: list[tuple[int, ...]], inp: In
         if len(tasks) > 1 or size < max(inp.split_bytes, 16 << 20):  # (on disk: a few seconds of work or more)
             continue
         fmt = detect_format(path)
-        splittable = fmt == "parquet" or (fmt == "jsonl" and not iofs.is_uri(path)
-                                          and not path.lower().endswith(JSON_ARRAY_SUFFIXES))
+        splittable = _splittable(path, fmt)
         if splittable and inp.split_mb > 0:
             continue  # (under input.split_mb MiB: small enough for one task)
         if splittable:
@@ -550,9 +558,7 @@ class _Phases:
         specs: list[TaskSpec] = []
         for path in files:
             first = len(specs)
-            pieces = _pieces(path, inp)
-            for k, piece in enumerate(pieces or [None]):
-                rows, span = (piece, None) if piece is None or len(piece) == 2 else (None, piece)
+            for k, (rows, span) in enumerate(_pieces(path, inp) or [(None, None)]):
                 specs.append(TaskSpec(len(specs), path, self.output, task_cfg, self.fp, self.publish, rows, span, k))
             self.file_tasks.append(tuple(range(first, len(specs))))
         if len(specs) < self.ex.workers:

@@ -41,8 +41,8 @@ _PIPELINES: dict[str, Pipeline] = {}
 @dataclass(frozen=True)
 class TaskSpec:
     """One pass-1 task: an input file, or one piece of a large Parquet file (``rows``) or JSON Lines file
-    (``span``). ``task`` numbers
-    the run's pass-1 tasks in input order: its folder, its marker and the high bits of its ``doc_key`` s."""
+    (``span``). ``task`` numbers the run's pass-1 tasks in input order: its folder, its marker and the high
+    bits of its ``doc_key`` s."""
 
     task: int
     input_path: str

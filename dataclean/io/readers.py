@@ -47,7 +47,7 @@ import pyarrow.parquet as pq
 import zstandard
 
 from dataclean.io import fs
-from dataclean.io.streams import BlockStream, capped_lines
+from dataclean.io.streams import BlockStream, capped_lines, without_line_end
 from dataclean.io.warc import WARC_SUFFIXES, WarcFileError, read_warc
 from dataclean.schema import DOC_SCHEMA, LEDGER_FIELDS, doc_key
 
@@ -994,7 +994,7 @@ def _read_jsonl(path: str, fmt: str, file_index: int, mapping: ColumnMapping, ba
                     continue  # a blank line is not a record (documented: rows count lines, blanks included)
                 else:
                     state.add(lineno, line, mapping, keys)
-                    chunk_bytes += len(line) - (2 if line.endswith(b"\r\n") else 1 if line.endswith(b"\n") else 0)
+                    chunk_bytes += without_line_end(line)
                 if state.n >= batch_rows or chunk_bytes >= MAX_CHUNK_TEXT_BYTES:
                     yield state.finish(path, file_index, mapping)
                     state, chunk_bytes = _JsonlChunk(), 0

@@ -70,7 +70,7 @@ def capped_lines(fh, cap: int, keep: int) -> Iterator[tuple[bytes, int | None]]:
             yield line, None
             continue
         if line.endswith(b"\n") or len(line) < limit:  # the whole line, at most cap + 2 bytes
-            size = _without_end(line)
+            size = without_line_end(line)
             yield (line, None) if size <= cap else (line[:keep], size)
             continue
         prefix, total, tail = line[:keep], len(line), line[-2:]
@@ -86,6 +86,6 @@ def capped_lines(fh, cap: int, keep: int) -> Iterator[tuple[bytes, int | None]]:
         yield prefix, total - (2 if tail == b"\r\n" else 1 if tail.endswith(b"\n") else 0)
 
 
-def _without_end(line: bytes) -> int:
+def without_line_end(line: bytes) -> int:
     """The length of ``line`` without its line end: a ``\\n``, or a ``\\r\\n``."""
     return len(line) - (2 if line.endswith(b"\r\n") else 1 if line.endswith(b"\n") else 0)
