@@ -88,16 +88,24 @@ def test_shard_bytes_do_not_depend_on_the_batches_written(tmp_path):
     assert content_bytes(pa.array(["ab", None, "中"])) == 4 * 3 + 2 + 3
 
 
-def test_a_file_cut_into_pieces_gives_the_bytes_of_a_whole_read(tmp_path, big_file):
-    outs = {}
+def _whole_and_split(tmp_path, path) -> tuple[dict, list[dict]]:
+    """Run ``path`` with splitting off and on (1 MiB pieces), 2 workers, 128-row batches: the product files
+    of each (data/, rejected/, dedup/, stats/) and the manifest entry of the input in each."""
+    outs, entries = {}, []
     for split in (0, 1):
         out = tmp_path / f"out{split}"
-        r = run_cli("run", big_file, "-o", out, "--workers", "2", "--quiet", "--set", "output.report=false",
+        r = run_cli("run", path, "-o", out, "--workers", "2", "--quiet", "--set", "output.report=false",
                     "--set", f"input.split_mb={split}", "--set", "input.batch_rows=128", timeout=600)
         assert r.returncode == 0, r.stderr
         outs[split] = folder_bytes(out, "data", "rejected", "dedup", "stats")
-        manifest = json.loads((out / "manifest.json").read_text())
-        [entry] = manifest["inputs"]
+        [entry] = json.loads((out / "manifest.json").read_text())["inputs"]
+        entries.append(entry)
+    return outs, entries
+
+
+def test_a_file_cut_into_pieces_gives_the_bytes_of_a_whole_read(tmp_path, big_file):
+    outs, entries = _whole_and_split(tmp_path, big_file)
+    for entry in entries:
         assert (entry["records"], entry["status"]) == (6000, "ok")
     assert outs[0] == outs[1]
     removed = pq.read_table(tmp_path / "out1/rejected").to_pydict()
@@ -189,15 +197,8 @@ def test_a_byte_range_of_a_compressed_file_is_refused(tmp_path):
 def test_a_jsonl_file_cut_into_pieces_gives_the_bytes_of_a_whole_read(tmp_path):
     path = tmp_path / "big.jsonl"
     path.write_bytes(_jsonl_bytes(_docs(9000)))
-    outs = {}
-    for split in (0, 1):
-        out = tmp_path / f"out{split}"
-        r = run_cli("run", path, "-o", out, "--workers", "2", "--quiet", "--set", "output.report=false",
-                    "--set", f"input.split_mb={split}", "--set", "input.batch_rows=128", timeout=600)
-        assert r.returncode == 0, r.stderr
-        outs[split] = folder_bytes(out, "data", "rejected", "dedup", "stats")
-        manifest = json.loads((out / "manifest.json").read_text())
-        [entry] = manifest["inputs"]
+    outs, entries = _whole_and_split(tmp_path, path)
+    for entry in entries:
         assert (entry["records"], entry["bad_records"], entry["status"]) == (9474, 474, "ok")
     assert outs[0] == outs[1]
     tasks = sorted(p.name for p in (tmp_path / "out1/_work/markers").glob("pass1-*.json"))
