@@ -281,6 +281,12 @@ def parquet_inputs(paths: Iterable[str], text_column: str = "text") -> InputStat
     return InputStats(files=files, docs=docs, text_bytes=text_bytes, file_bytes=file_bytes)
 
 
+def bench_shards(corpus: str, spec: str) -> list[str]:
+    """The bench shards ``part-NNNNN.parquet`` of ``corpus`` that a range such as ``0-3`` or ``5`` names."""
+    lo, _, hi = spec.partition("-")
+    return [os.path.join(corpus, f"part-{i:05d}.parquet") for i in range(int(lo), int(hi or lo) + 1)]
+
+
 def median(xs: Sequence[float]) -> float:
     s = sorted(xs)
     n = len(s)

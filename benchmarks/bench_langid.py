@@ -17,27 +17,23 @@ both labels and scores.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import sys
 import time
 from collections import Counter
 
-import numpy as np
 import pyarrow.parquet as pq
 import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
+sys.path.insert(0, HERE)
+from _measure import bench_shards  # noqa: E402
+
 CORPUS = os.path.normpath(os.path.join(REPO, "..", "shared", "corpus", "bench"))
 LANGS = ["zh", "en", "ja", "de", "fr", "ru", "es", "ko", "ar"]
-
-
-def shard_range(spec: str) -> list[int]:
-    lo, _, hi = spec.partition("-")
-    return list(range(int(lo), int(hi or lo) + 1))
 
 
 def main() -> None:
@@ -59,16 +55,16 @@ def main() -> None:
     cands = [tuple(int(x) for x in c.split("x")) for c in args.candidates.split(",")]
     stages = {c: LangID(max_chars=c[0], windows=c[1], **lid_spec) for c in cands}
     ref = cands[0]
+    name = {c: f"{c[0]}x{c[1]}" for c in cands}
 
     cpu = Counter()
-    n_ref = {c: Counter() for c in cands}      # documents the reference labels L ...
+    n_ref = Counter()                          # documents the reference labels L ...
     same_ref = {c: Counter() for c in cands}   # ... that the candidate labels L too
     n_hint = Counter()
     same_hint = {c: Counter() for c in cands}
-    changed: dict[str, list] = {f"{c[0]}x{c[1]}": [] for c in cands[1:]}
+    changed: dict[str, list] = {name[c]: [] for c in cands[1:]}
     n_docs = 0
-    for k in shard_range(args.shards):
-        path = sorted(glob.glob(os.path.join(CORPUS, "*.parquet")))[k]
+    for path in bench_shards(CORPUS, args.shards):
         table = pq.read_table(path)
         for batch in table.to_batches(max_chunksize=4096):
             text = normalize(batch).batch.column("text")
@@ -82,43 +78,41 @@ def main() -> None:
                 cpu[c] += time.process_time() - t0
                 out[c] = (sig["lang"].to_pylist(), sig["lang_score"].to_numpy(zero_copy_only=False))
             ref_lang = out[ref][0]
-            for h in hint:
-                n_hint[h] += 1
+            n_ref.update(ref_lang)
+            n_hint.update(hint)
             for c in cands:
                 lang, score = out[c]
                 for i, (a, b, h) in enumerate(zip(ref_lang, lang, hint)):
-                    n_ref[c][a] += 1
                     same_ref[c][a] += a == b
                     same_hint[c][h] += h == b
                     if a != b and c != ref:
-                        changed[f"{c[0]}x{c[1]}"].append({
+                        changed[name[c]].append({
                             "id": ids[i], "chars": len(text[i].as_py() or ""), "hint": h,
                             "ref": a, "ref_score": round(float(out[ref][1][i]), 4),
                             "new": b, "new_score": round(float(score[i]), 4)})
-        print(f"shard {k}: {n_docs} docs; cpu " + ", ".join(f"{c[0]}x{c[1]} {cpu[c]:.1f}s" for c in cands),
+        print(f"{os.path.basename(path)}: {n_docs} docs; cpu " + ", ".join(f"{name[c]} {cpu[c]:.1f}s" for c in cands),
               flush=True)
 
-    result = {"docs": n_docs, "shards": args.shards, "reference": f"{ref[0]}x{ref[1]}", "candidates": []}
-    print(f"\n{n_docs} documents; agreement with the {ref[0]}x{ref[1]} labels (share of its label kept)")
+    result = {"docs": n_docs, "shards": args.shards, "reference": name[ref], "candidates": []}
+    print(f"\n{n_docs} documents; agreement with the {name[ref]} labels (share of its label kept)")
     print(f"{'candidate':>10} {'cpu s':>7} {'x ref':>6} " + " ".join(f"{lang:>7}" for lang in LANGS)
           + "  changed")
+    vs_hint = {}
     for c in cands:
-        name = f"{c[0]}x{c[1]}"
-        agree = {lang: same_ref[c][lang] / n_ref[c][lang] for lang in LANGS if n_ref[c][lang]}
-        vs_hint = {lang: same_hint[c][lang] / n_hint[lang] for lang in LANGS if n_hint[lang]}
-        n_changed = sum(n_ref[c].values()) - sum(same_ref[c].values())
-        print(f"{name:>10} {cpu[c]:7.1f} {cpu[c] / cpu[ref]:6.2f} "
+        agree = {lang: same_ref[c][lang] / n_ref[lang] for lang in LANGS if n_ref[lang]}
+        vs_hint[c] = {lang: same_hint[c][lang] / n_hint[lang] for lang in LANGS if n_hint[lang]}
+        n_changed = n_docs - sum(same_ref[c].values())
+        print(f"{name[c]:>10} {cpu[c]:7.1f} {cpu[c] / cpu[ref]:6.2f} "
               + " ".join(f"{agree.get(lang, float('nan')):7.4f}" for lang in LANGS) + f"  {n_changed}")
         result["candidates"].append({
             "max_chars": c[0], "windows": c[1], "predict_cpu_s": round(cpu[c], 2),
             "cpu_vs_reference": round(cpu[c] / cpu[ref], 3),
-            "agreement_with_reference": {k: round(v, 5) for k, v in agree.items()},
-            "reference_counts": {lang: n_ref[c][lang] for lang in LANGS},
-            "agreement_with_lang_hint": {k: round(v, 5) for k, v in vs_hint.items()},
+            "agreement_with_reference": {lang: round(v, 5) for lang, v in agree.items()},
+            "reference_counts": {lang: n_ref[lang] for lang in LANGS},
+            "agreement_with_lang_hint": {lang: round(v, 5) for lang, v in vs_hint[c].items()},
             "changed": n_changed})
     print("agreement with lang_hint: " + "; ".join(
-        f"{c[0]}x{c[1]} " + " ".join(f"{lang} {same_hint[c][lang] / n_hint[lang]:.4f}"
-                                     for lang in LANGS if n_hint[lang]) for c in cands))
+        f"{name[c]} " + " ".join(f"{lang} {v:.4f}" for lang, v in vs_hint[c].items()) for c in cands))
     result["changed_documents"] = changed
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:

@@ -23,7 +23,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _measure import measure, median, parquet_inputs  # noqa: E402
+from _measure import bench_shards, measure, median, parquet_inputs  # noqa: E402
 from bench_foundation import _machine  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,11 +45,6 @@ def _digest(out: str) -> str:
     return h.hexdigest()
 
 
-def _shards(corpus: str, spec: str) -> list[str]:
-    lo, _, hi = spec.partition("-")
-    return [os.path.join(corpus, f"part-{i:05d}.parquet") for i in range(int(lo), int(hi or lo) + 1)]
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", default=DEFAULT_CORPUS, help=f"folder of part-NNNNN.parquet (default {DEFAULT_CORPUS})")
@@ -58,7 +53,7 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "ray.json"))
     args = ap.parse_args(argv)
-    files = _shards(args.corpus, args.shards)
+    files = bench_shards(args.corpus, args.shards)
     stats = parquet_inputs(files)
     tmp = tempfile.mkdtemp(prefix="dataclean-bench-ray-")
     runs: dict[str, list[dict]] = {"local": [], "ray": []}
