@@ -18,16 +18,18 @@ def pytest_configure(config):
     * byte-compile the package: an editable install has no ``.pyc``, and where ``PYTHONDONTWRITEBYTECODE`` is
       set (as on these machines) every CLI run's driver and workers compiled ~80 modules again, 2.2 s of a
       7.4 s run on a 20-document input;
-    * compile (or load) the numba kernels once: otherwise the first CLI runs of both workers compile them at
-      the same time (a minute of CPU each on a fresh clone), and a test that times a signal lands inside a
-      compilation."""
+    * compile (or load) the numba kernels once and mark them ready (``python -m dataclean.warm``): otherwise
+      the tests would run the fallback code until a background warm-up, started by the first of them, ends
+      (a minute of CPU on a fresh clone), and which code a test ran would depend on when it ran."""
     if hasattr(config, "workerinput"):
         return
     compileall.compile_dir(str(REPO / "dataclean"), quiet=1)
     if os.environ.get("DATACLEAN_KERNELS") == "0":
         return
-    subprocess.run([sys.executable, "-c", "from dataclean.text import kernels; from dataclean.dedup import minhash; "
-                    "kernels.warm_up(); minhash.warm_up()"], check=False, timeout=900)
+    from dataclean.text import kernels
+
+    kernels._cache_dir()  # (sets NUMBA_CACHE_DIR: a test that moves XDG_CACHE_HOME still finds the kernels ready)
+    subprocess.run([sys.executable, "-m", "dataclean.warm"], check=False, timeout=900)
 
 
 # -- markers: unit, e2e, slow ----------------------------------------------------------------------------------

@@ -165,6 +165,8 @@ def kernels_enabled() -> bool:
 def mh_kernels():
     """The compiled MinHash kernels module (``dataclean.dedup._minhash_numba``), loaded once per process, or None
     when numba is missing or the kernels are switched off."""
+    if "mod" not in _state and not _text_kernels.ready("minhash"):
+        return None  # (compiling in the background: the numpy code meanwhile)
     return _text_kernels.once(_state, "mod", _load_kernels)
 
 
@@ -243,9 +245,11 @@ def sets_from_binary(column: pa.LargeBinaryArray | pa.ChunkedArray) -> tuple[np.
 def warm_up() -> bool:
     """Compile (first run after an install or a change of ``_minhash_numba.py``) or load every MinHash kernel
     and the character tables now, so that a benchmark or a CI job does not pay it inside what it measures.
-    Returns :func:`kernels_enabled`."""
+    Returns :func:`kernels_enabled`; the family is then marked ready (:func:`dataclean.text.kernels.ready`)."""
+    _text_kernels.allow_compile()
     if not kernels_enabled():
         return False
+    script_fold.warm_up()
     texts = pa.array(["Hello, World! 2024 ＡＢ，", "中文 ﬀ é", "", "繁體中文"], pa.string())
     values, offsets = shingle_hashes(shingle_text(texts))
     shingle_text(texts, fold=script_fold.DEFAULT_FOLD)
@@ -256,6 +260,7 @@ def warm_up() -> bool:
     sets, set_offsets = k.unique_sets(values, offsets)
     k.jaccard_pairs(sets, set_offsets, np.array([0]), np.array([1]))
     k.jaccard_one(sets, set_offsets, 0, 1)
+    _text_kernels.mark_ready("minhash")
     return True
 
 

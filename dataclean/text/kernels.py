@@ -20,11 +20,13 @@ instead of a chain of kernels that each materialise an intermediate array:
 numba is optional: without it (or with ``DATACLEAN_KERNELS=0`` in the environment, read at each call, which
 is how the tests exercise both paths) :func:`enabled` is False and the callers run their pyarrow/numpy code.
 numba is imported on first use, not when this module is imported. Compiled code is cached on disk
-(``cache=True``) under ``$NUMBA_CACHE_DIR``, by default ``$XDG_CACHE_HOME/dataclean/numba`` (``~/.cache/...``):
-the first process after an install or a change of ``_kernels_numba.py`` compiles (~5 s on the reference
-machine; :func:`warm_up` does it ahead of time), every later one, each worker of a run, pays ~0.3 s of CPU to
-import numba and load the machine code. Measured on the rules chain (gopher_repetition > gopher_quality > c4
-> fineweb_quality, ``benchmarks/profile_rules.py``): 3.2x less CPU in the four stages per document.
+(``cache=True``) under ``$NUMBA_CACHE_DIR``, by default ``$XDG_CACHE_HOME/dataclean/numba`` (``~/.cache/...``).
+Compiling every family takes ~50 s of CPU on the reference machine, longer than a small run takes without the
+kernels at all, so no run waits for it (:func:`ready`): until a warm-up has put a family in the disk cache and
+marked it ready, the callers run the pyarrow/numpy code and one background process (``python -m dataclean.warm``,
+lowest priority) compiles; every later process, each worker of a run, pays ~0.3 s of CPU to import numba and
+load the machine code. Measured on the rules chain (gopher_repetition > gopher_quality > c4 > fineweb_quality,
+``benchmarks/profile_rules.py``): 3.2x less CPU in the four stages per document.
 """
 from __future__ import annotations
 
@@ -69,7 +71,142 @@ def enabled() -> bool:
 
 
 def _kernels():
+    if "mod" not in _state and not ready("text"):
+        return None
     return once(_state, "mod", _compile)
+
+
+# -- when to compile: ahead of need, in a background process ----------------------------------------------------
+
+#: The modules of numba functions, one per family of kernels; each family is compiled and marked ready whole.
+FAMILIES = {"text": "dataclean.text._kernels_numba", "minhash": "dataclean.dedup._minhash_numba",
+            "fold": "dataclean.text._fold_numba"}
+#: ``DATACLEAN_KERNELS`` value: compile a family in the process that first needs it (numba's own behaviour).
+COMPILE_HERE = "compile"
+#: A warm-up process older than this is taken for dead (its lock is taken over).
+WARMER_STALE_SECONDS = 1800
+
+
+def allow_compile() -> None:
+    """Let this process compile the kernels it uses (what :func:`warm_up` and the background warm-up do)."""
+    _state["compile"] = True
+
+
+def ready(family: str) -> bool:
+    """May this process use ``family``'s compiled kernels now?
+
+    Yes when it may compile them (:func:`allow_compile`, or ``DATACLEAN_KERNELS=compile``), or when a warm-up
+    has put the whole family in the disk cache for these sources, this numba and this Python (its marker file
+    is there: loading then takes ~0.3 s). Otherwise the first call starts one background process, for the
+    machine, that compiles every family (``python -m dataclean.warm``, at the lowest priority, logging to
+    ``warm.log`` in the cache folder) and this answers no: the callers run their pyarrow/numpy code, which gives
+    the same results, until the marker appears (it is looked for at every call, one ``stat``). So no run waits
+    for a minute of compilation: the first run after an install is as fast as a run without numba, and
+    the next ones use the kernels."""
+    if _state.get("compile") or os.environ.get(ENV, "").strip().lower() == COMPILE_HERE:
+        return True
+    if os.path.exists(marker_path(family)):
+        return True
+    if "warmer" not in _state:
+        _state["warmer"] = start_warmer()
+    return False
+
+
+def mark_ready(family: str) -> None:
+    """Record that ``family`` is compiled in the disk cache (after its warm-up ran every kernel)."""
+    path = marker_path(family)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(f"{FAMILIES[family]} compiled by pid {os.getpid()}\n")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def marker_path(family: str) -> str:
+    """The marker file of ``family``: named by what invalidates numba's cache of it (its source file's size
+    and modification time, the numba and Python versions, the machine)."""
+    key = f"marker:{family}"
+    path = _state.get(key)
+    if path is None:
+        import hashlib
+        import importlib.metadata
+        import platform
+
+        spec = importlib.util.find_spec(FAMILIES[family])
+        origin = spec.origin if spec is not None and spec.origin else FAMILIES[family]
+        try:
+            st = os.stat(origin)
+            stamp = f"{st.st_size}:{st.st_mtime_ns}"
+        except OSError:
+            stamp = "missing"
+        try:
+            numba_version = importlib.metadata.version("numba")
+        except importlib.metadata.PackageNotFoundError:
+            numba_version = "none"
+        digest = hashlib.sha1("|".join((origin, stamp, numba_version, sys.version, platform.machine()))
+                              .encode()).hexdigest()[:16]
+        path = _state[key] = os.path.join(_cache_dir(), f"ready-{family}-{digest}")
+    return path
+
+
+def start_warmer():
+    """Start ``python -m dataclean.warm`` unless numba is missing or disabled, or a warm-up is running already
+    (its lock file, ``warming.lock`` in the cache folder, names a live process). Returns its Popen, or None."""
+    if switched_off() or importlib.util.find_spec("numba") is None or \
+            os.environ.get("NUMBA_DISABLE_JIT", "0").strip() not in ("", "0"):
+        return None
+    import subprocess
+    import time
+
+    folder = _cache_dir()
+    lock = os.path.join(folder, "warming.lock")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        for _ in range(2):
+            try:
+                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                break
+            except FileExistsError:
+                if _warmer_alive(lock, time.time()):
+                    return None
+                try:
+                    os.unlink(lock)  # (a warm-up that died, or one older than WARMER_STALE_SECONDS)
+                except FileNotFoundError:
+                    pass
+        else:
+            return None
+        with open(os.path.join(folder, "warm.log"), "ab") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "dataclean.warm", "--lock", lock],
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    process_group=0, close_fds=True)  # (own group: Ctrl-C on the run spares it)
+        with os.fdopen(fd, "w") as f:
+            f.write(str(proc.pid))
+        return proc
+    except OSError:
+        return None
+
+
+def _warmer_alive(lock: str, now: float) -> bool:
+    try:
+        age = now - os.stat(lock).st_mtime
+        with open(lock) as f:
+            pid = int(f.read().strip() or 0)
+    except (OSError, ValueError):
+        return False
+    if age > WARMER_STALE_SECONDS:
+        return False
+    if pid == 0:
+        return age < 60  # (being written by the process that starts it)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _cache_dir() -> str:
@@ -92,6 +229,8 @@ def load_compiled(load, what: str, fallback: str):
             return None
         if numba.config.DISABLE_JIT:
             return None
+        if numba.config.CACHE_DIR != _cache_dir():  # (numba imported before: its config read no cache folder)
+            numba.config.CACHE_DIR = _cache_dir()  # (read when a cached function is defined: the import below)
         return load()
     except Exception as exc:
         warnings.warn(f"dataclean: {what} unavailable ({exc!r}); using {fallback}")
@@ -436,7 +575,9 @@ def byte_sums(data: np.ndarray, offsets: np.ndarray, table: np.ndarray) -> np.nd
 def warm_up() -> bool:
     """Compile (first run) or load (later runs) every kernel now, with the argument types the stages use, so
     that a benchmark or a CI job does not pay the compilation inside what it measures
-    (``python -c "from dataclean.text import kernels; kernels.warm_up()"``). Returns :func:`enabled`."""
+    (``python -c "from dataclean.text import kernels; kernels.warm_up()"``). Returns :func:`enabled`.
+    The family is then marked ready (:func:`ready`): other processes load it instead of using the fallback."""
+    allow_compile()
     if not enabled():
         return False
     texts = pa.array(["a b\n\nc", "中文"], pa.string())
@@ -450,5 +591,7 @@ def warm_up() -> bool:
     ascii_lower_in(flat, ["the", "的"])
     normalize(pa.array(["a\u0301 b\r\n", "中文"], pa.string()), "NFC", True, True, 2)
     ngram_signals(np.zeros(4, np.int32), np.ones(4, np.int64), np.array([0, 4]), (2, 3, 4), (5, 6, 7, 8, 9, 10))
+    byte_sums(np.frombuffer(b"ab", np.uint8), np.array([0, 2]), np.ones(256, np.int64))
+    mark_ready("text")
     return True
 

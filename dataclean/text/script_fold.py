@@ -119,15 +119,31 @@ def fold_t2s_str(text: str) -> str:
     return text.translate(_translate_map())
 
 
+_state: dict = {}
+
+
 def _kernel():
+    """The compiled folding kernel (loaded once per process), or None: numba missing, switched off, or still
+    compiling in the background (:func:`dataclean.text.kernels.ready`)."""
+    if "mod" not in _state and not _text_kernels.ready("fold"):
+        return None
+
     def load():
         from dataclean.text import _fold_numba as k
         k.fold(np.zeros(2, np.int64), np.zeros(0, np.uint8), t2s_table())
         return k
-    return _text_kernels.load_compiled(load, "compiled script folding", "str.translate")
+    return _text_kernels.once(_state, "mod", lambda: _text_kernels.load_compiled(
+        load, "compiled script folding", "str.translate"))
 
 
-_kernel = functools.lru_cache(maxsize=1)(_kernel)
+def warm_up() -> bool:
+    """Compile (or load) the folding kernel now and mark it ready; returns whether it is in use."""
+    _text_kernels.allow_compile()
+    if not _text_kernels.enabled() or _kernel() is None:
+        return False
+    fold_t2s(pa.array(["繁體", "中文"], pa.string()))
+    _text_kernels.mark_ready("fold")
+    return True
 
 
 def fold_t2s(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
