@@ -1,5 +1,6 @@
 """The report's signal histograms: exact counts on hand-written tables, and the in-memory path (numpy, for
-small runs) equal to the SQL path (DuckDB, for any size) on hand-written tables and on a real run."""
+small runs) equal to the streamed path (DuckDB statistics, counts in record batches, for any size) on
+hand-written tables and on a real run, in one batch or many."""
 from __future__ import annotations
 
 import pyarrow as pa
@@ -33,8 +34,10 @@ def tables(tmp_path):
     t.close()
 
 
-@pytest.mark.parametrize("in_memory", [False, True])
-def test_exact_counts_on_hand_written_tables(tables, in_memory):
+@pytest.mark.parametrize("in_memory,batch", [(False, 32_768), (False, 2), (True, None)])
+def test_exact_counts_on_hand_written_tables(tables, in_memory, batch, monkeypatch):
+    if batch:
+        monkeypatch.setattr("dataclean.report.queries.STREAM_ROWS", batch)
     h = signal_histograms(tables, {"words": ["min_words"], "ratio": [], "chars": []}, {"words": [2]},
                           bins=4, in_memory=in_memory)
     w = h["words"]  # integers 1..9 span more than 4 bins: 4 equal bins of [1 - 2%, 9 + 2%]
@@ -53,7 +56,9 @@ def test_exact_counts_on_hand_written_tables(tables, in_memory):
     assert c.removed_other == [2, 0, 0, 1]
 
 
-def test_both_paths_agree_on_a_real_run(sample_run):
+@pytest.mark.parametrize("batch", [32_768, 100])
+def test_both_paths_agree_on_a_real_run(sample_run, batch, monkeypatch):
+    monkeypatch.setattr("dataclean.report.queries.STREAM_ROWS", batch)
     t = RunTables(str(sample_run))
     try:
         cols = dict(t.removed_cols)

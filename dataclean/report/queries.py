@@ -22,6 +22,7 @@ TEXT_CHARS = 600  # characters of a document's text shown in the report
 HIST_BINS = 40
 SAMPLE_ROWS = 200_000  # rows per table behind a histogram's axis range (the counts use every row)
 MEMORY_ROWS = 50_000  # tables up to this size are histogrammed in numpy (<= 50 MB for 120 signals)
+STREAM_ROWS = 32_768  # rows per record batch of the larger tables' histogram scan (~30 MB for 120 signals)
 
 
 def read_json(path: str) -> dict | None:
@@ -178,30 +179,38 @@ def _value_sql(s: str, log_x: bool) -> str:
     return f"log10(1 + greatest({x}, 0))" if log_x else x
 
 
-def _signal_counts_sql(t: RunTables, views, layout, signals, counts) -> None:
+def _signal_counts_stream(t: RunTables, views, layout, signals, counts) -> None:
+    """The counts per bin of every signal in ``layout``, in one scan of each table streamed in record batches
+    of :data:`STREAM_ROWS` rows (memory bounded by one batch, whatever the size): DuckDB casts and takes the
+    logarithms as the in-memory path's query does, numpy bins and counts with the same double operations.
+    Measured on the bench run (258,156 documents, 106 signals): 0.4 s, where a GROUP BY per signal in
+    DuckDB (UNION ALL-ed by 16) took 2.9 s."""
     for view, cols in views:
         present = [s for s in layout if is_numeric(cols.get(s))]
         if not present:
             continue
-        # a small GROUP BY per signal (UNION ALL-ed by 16 to save the per-query overhead): each reads one or
-        # two columns and holds at most 3 x bins groups; faster and far lighter than one query with a
-        # histogram() aggregate per signal (1 GB at 1M rows)
         where = t.kept_filter if view == "kept" else "true"
-        parts = []
-        for i, s in enumerate(present):
-            _, lg, _, lo, w, nb = layout[s]
-            x = f"{ident(s)}::DOUBLE"
-            b = f"least(greatest(floor(({_value_sql(s, lg)} - ({_double(lo)})) / ({_double(w)})), 0), {nb - 1})::BIGINT"
-            if view == "kept":
-                grp = "0"
-            else:
-                listed = "[" + ", ".join(sql_str(r) for r in signals[s]) + "]::VARCHAR[]"
-                grp = f"CASE WHEN coalesce(list_contains({listed}, rule), false) THEN 1 ELSE 2 END"
-            parts.append(f"SELECT {i} AS s, {grp} AS g, {b} AS k, count(*) AS n FROM {view} "
-                         f"WHERE {where} AND isfinite({x}) GROUP BY ALL")
-        for start in range(0, len(parts), 16):
-            for i, g, k, n in t.con.execute(" UNION ALL ".join(parts[start:start + 16])).fetchall():
-                counts[present[i]][int(g)][int(k)] += int(n)
+        exprs = [f"CASE WHEN isfinite({ident(s)}::DOUBLE) THEN {_value_sql(s, layout[s][1])} END AS c{i}"
+                 for i, s in enumerate(present)]
+        if view == "removed":
+            exprs.append("rule")
+        listed = {s: pa.array(signals[s], pa.string()) for s in present}
+        reader = t.con.sql(f"SELECT {', '.join(exprs)} FROM {view} WHERE {where}").to_arrow_reader(STREAM_ROWS)
+        for batch in reader:
+            rule = batch.column(len(present)) if view == "removed" else None
+            for i, s in enumerate(present):
+                _, _, _, lo, w, nb = layout[s]
+                v = _finite(batch.column(i))
+                fin = np.isfinite(v)
+                k = np.clip(np.floor((v[fin] - lo) / w), 0, nb - 1).astype(np.int64)
+                if rule is None:
+                    g = np.zeros(len(k), dtype=np.int64)
+                else:
+                    hit = pc.fill_null(pc.is_in(rule, value_set=listed[s]), False)
+                    g = np.where(hit.to_numpy(zero_copy_only=False)[fin], 1, 2)
+                c = np.bincount(g * nb + k, minlength=3 * nb).reshape(3, nb)
+                for j in range(3):
+                    counts[s][j] = [a + int(b) for a, b in zip(counts[s][j], c[j])]
 
 
 def _fetch(t: RunTables, view: str, exprs: list[str], extra: str = "") -> pa.Table:
@@ -272,7 +281,7 @@ def signal_histograms(t: RunTables, signals: dict[str, list[str]], marks: dict[s
     Bounds: exact count, min and max, and the 0.5% and 99.5% quantiles (exact, ``quantile_disc``, so the page
     is the same on every run) of a deterministic sample of at most ~200k rows per table (every k-th input
     row); the axis spans those quantiles, widened to show the thresholds in ``marks`` when they are near.
-    Counts: exact, a small GROUP BY per signal, never one row per value.
+    Counts: exact, one scan per table streamed in record batches (:func:`_signal_counts_stream`).
 
     ``in_memory`` (default: when each table has at most :data:`MEMORY_ROWS` rows): read the signals once and
     count in numpy, with the same result."""
@@ -290,7 +299,7 @@ def signal_histograms(t: RunTables, signals: dict[str, list[str]], marks: dict[s
     if not layout:
         return {}
     counts: dict[str, dict[int, list[int]]] = {s: {g: [0] * layout[s][5] for g in range(3)} for s in layout}
-    _signal_counts_sql(t, views, layout, signals, counts)
+    _signal_counts_stream(t, views, layout, signals, counts)
     return {s: Histogram(s, edges, counts[s][0], counts[s][1], counts[s][2], log_x, st["lo"], st["hi"], st["n"])
             for s, (edges, log_x, st, _, _, _) in layout.items()}
 
