@@ -6,6 +6,7 @@ be rebuilt (a run from another version), the histograms are drawn without their 
 """
 from __future__ import annotations
 
+import json
 import numbers
 from dataclasses import dataclass, field
 
@@ -56,13 +57,10 @@ def thresholds_from_config(cfg: dict | None) -> list[Threshold]:
     others, such as ``min_bad_chars``, gate it and are not on the signal's scale)."""
     if not cfg or not isinstance(cfg.get("pipeline"), list):
         return []
-    from dataclean.pipeline import build_stage
-
     out: list[Threshold] = []
     for spec in cfg["pipeline"]:
-        try:
-            stage = build_stage(spec)
-        except Exception:  # a run made by another version: skip what this version cannot rebuild
+        stage = report_stage(spec)
+        if stage is None:  # a run made by another version: skip what this version cannot rebuild
             continue
         params = stage.params()
         by_lang = params.pop("by_lang", {}) or {}
@@ -87,3 +85,32 @@ def thresholds_from_config(cfg: dict | None) -> list[Threshold]:
                                      _sources(stage)))
     return out
 
+
+
+_built: dict[str, object] = {}
+
+
+def report_stage(spec):
+    """The stage ``spec`` (one entry of a run's ``pipeline`` config) as the report uses it, built once per
+    process for the thresholds and the example spans alike, or None when this version cannot build it.
+    ``word_lists`` is built without its domain lists (thousands of hosts read from files, 0.05 s on
+    sample_data): the report wants its bounds and term patterns, not its domain sets."""
+    if not isinstance(spec, dict):
+        return None
+    if spec.get("stage") == "word_lists":
+        spec = {**spec, "domain_lists": [], "domain_exclude": []}
+    try:
+        key = json.dumps(spec, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        key = None
+    if key is not None and key in _built:
+        return _built[key]
+    from dataclean.pipeline import build_stage
+
+    try:
+        stage = build_stage(spec)
+    except Exception:
+        stage = None
+    if key is not None:
+        _built[key] = stage
+    return stage
