@@ -7,8 +7,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dataclean.report.queries import RunTables, signal_histograms
+from dataclean.report.queries import RunTables, near_threshold, signal_histograms
 from dataclean.report.sections import BASE_COLUMNS
+from dataclean.report.thresholds import Threshold
 
 
 def _run_folder(root, kept: dict, removed: dict):
@@ -75,5 +76,29 @@ def test_both_paths_agree_on_a_real_run(sample_run, batch, monkeypatch):
         assert len(sql) > 50
         assert sql == mem
         assert signal_histograms(t, signals, marks) == mem  # a small run takes the in-memory path by itself
+    finally:
+        t.close()
+
+
+@pytest.mark.parametrize("batch", [32_768, 2])
+def test_near_threshold_picks_the_closest_kept_documents(tmp_path, batch, monkeypatch):
+    """Per bound, the kept documents closest to it on the kept side, ties by origin, a language's own value
+    where it has one, none where the rule is off for the language; 0 is near no upper bound."""
+    monkeypatch.setattr("dataclean.report.queries.STREAM_ROWS", batch)
+    kept = {"id": ["a", "b", "c", "d", "e", "f", "g"], "text": ["t"] * 7,
+            "source": ["web"] * 7, "lang": ["en", "en", "en", "zh", "zh", "ja", "en"],
+            "n_chars": [1] * 7, "origin_file": ["f1", "f1", "f0", "f1", "f1", "f1", "f1"],
+            "origin_row": pa.array([0, 1, 2, 3, 4, 5, 6], pa.int64()),
+            "ratio": [0.25, 0.28, 0.28, 0.1, 0.19, 0.5, 0.0]}
+    removed = {"id": ["z"], "text": ["y"], "stage": ["s"], "rule": ["r"], "ratio": [0.9]}
+    t = _run_folder(tmp_path / "run", kept, removed)
+    try:
+        upper = Threshold("s", "r", "ratio", "max", "max_ratio", 0.3, {"zh": 0.2, "ja": None})
+        lower = Threshold("s", "q", "ratio", "min", "min_ratio", 0.2)
+        near = near_threshold(t, [upper, lower], per_rule=2, chars=10)
+        # upper: e (zh, 0.19 against zh's 0.2: 0.01), then b and c (en 0.28 against 0.3: 0.02), c first by
+        # origin (f0 < f1); f's ja is off, g's 0 is near no upper bound, d is 0.1 from zh's bound
+        assert [(d["id"], d["value"], d["threshold"]) for d in near[0]] == [("e", 0.19, 0.2), ("c", 0.28, 0.3)]
+        assert [(d["id"], d["value"]) for d in near[1]] == [("a", 0.25), ("c", 0.28)]
     finally:
         t.close()

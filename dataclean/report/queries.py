@@ -461,42 +461,61 @@ def near_threshold(t: RunTables, thresholds: list, per_rule: int = 3, chars: int
     it on the kept side (ties: by origin), with the threshold that applied to each (its language's own,
     when it has one; none where the rule is off for the language), and their text truncated to ``chars``.
 
-    One scan of ``kept`` for all the thresholds: a bounded ``min_by(..., n)`` aggregate per threshold (a
-    top-n heap each, ordered by distance then origin, so the same run gives the same page), reading only the
-    signal columns; the texts are then fetched by key."""
+    One scan of ``kept`` for all the thresholds, reading only the signal columns, in record batches of
+    :data:`STREAM_ROWS` rows: per batch and threshold, numpy finds the rows on the kept side and their
+    distance, and a running top ``per_rule`` by (distance, origin file, origin row) keeps the closest, so the
+    same run gives the same page and memory is one batch. The texts are then fetched by key. (It replaced one
+    DuckDB query with a ``min_by(..., n)`` struct aggregate per threshold: 0.075 s on sample_data's 1,686
+    documents and 0.25 s on the bench run's 60,446 kept ones, for 56 thresholds.)"""
     cols = t.kept_cols
-    aggs, index = [], []
-    for i, th in enumerate(thresholds):
-        if not is_numeric(cols.get(th.signal)) or (th.value is None and not th.by_lang):
-            continue
-        x = ident(th.signal) + "::DOUBLE"
-        default = "NULL::DOUBLE" if th.value is None else repr(float(th.value))
-        if th.by_lang and "lang" in cols:
-            cases = " ".join(f"WHEN lang = {sql_str(code)} THEN "
-                             f"{'NULL::DOUBLE' if v is None else repr(float(v))}" for code, v in sorted(th.by_lang.items()))
-            thr = f"(CASE {cases} ELSE {default} END)"
-        else:
-            thr = default
-        # (for an upper bound, a document with none of the thing, value 0, is near no bound)
-        side = f"{x} <= {thr} AND {x} > 0" if th.compare == "max" else f"{x} >= {thr}"
-        cond = f"isfinite({x}) AND {thr} IS NOT NULL AND {side}"
-        aggs.append(f"min_by(CASE WHEN {cond} THEN struct_pack(f := origin_file, r := origin_row, v := {x}, "
-                    f"t := {thr}) END, CASE WHEN {cond} THEN struct_pack(d := abs({x} - {thr}), f := origin_file, "
-                    f"r := origin_row) END, {int(per_rule)})")
-        index.append(i)
-    if not aggs:
+    use = [(i, th) for i, th in enumerate(thresholds)
+           if is_numeric(cols.get(th.signal)) and not (th.value is None and not th.by_lang)]
+    if not use:
         return {}
-    row = t.con.execute(f"SELECT {', '.join(aggs)} FROM kept WHERE {t.kept_filter}").fetchall()[0]
-    picked = [(k, p["f"], p["r"], p["v"], p["t"]) for k, top in zip(index, row) for p in (top or []) if p]
+    signals = sorted({th.signal for _, th in use})
+    lang = "lang" in cols and any(th.by_lang for _, th in use)
+    exprs = ["origin_file", "origin_row"] + (["lang"] if lang else []) + \
+        [f"{ident(s)}::DOUBLE AS {ident(s)}" for s in signals]
+    best: dict[int, list[tuple]] = {i: [] for i, _ in use}
+    reader = t.con.sql(f"SELECT {', '.join(exprs)} FROM kept WHERE {t.kept_filter}").to_arrow_reader(STREAM_ROWS)
+    for batch in reader:
+        values = {s: _finite(batch.column(s)) for s in signals}
+        langs = batch.column("lang").to_numpy(zero_copy_only=False) if lang else None
+        for i, th in use:
+            x = values[th.signal]
+            thr = np.full(len(x), np.nan if th.value is None else float(th.value))
+            if langs is not None:
+                for code, v in th.by_lang.items():
+                    thr[langs == code] = np.nan if v is None else float(v)
+            with np.errstate(invalid="ignore"):
+                # (for an upper bound, a document with none of the thing, value 0, is near no bound)
+                side = ((x <= thr) & (x > 0)) if th.compare == "max" else (x >= thr)
+            idx = np.flatnonzero(np.isfinite(x) & np.isfinite(thr) & side)
+            if not len(idx):
+                continue
+            d = np.abs(x[idx] - thr[idx])
+            if len(idx) > per_rule:
+                keep = d <= np.partition(d, per_rule - 1)[per_rule - 1]  # (ties at the cut stay: origin decides)
+                idx, d = idx[keep], d[keep]
+            files = batch.column("origin_file").take(pa.array(idx)).to_pylist()
+            rows_ = batch.column("origin_row").take(pa.array(idx)).to_pylist()
+            cand = [(float(dd), f, r, float(x[j]), float(thr[j])) for dd, f, r, j in zip(d, files, rows_, idx)]
+            best[i] = sorted(best[i] + cand, key=_near_key)[:per_rule]
+    picked = [(k, f, r, v, tv) for k, top in best.items() for _, f, r, v, tv in top]
     if not picked:
         return {}
     docs = _kept_by_origin(t, [(p[1], p[2]) for p in picked], chars)
     out: dict = {}
-    for k, ofile, orow, v, thr in picked:
+    for k, ofile, orow, v, thr_v in picked:
         d = docs.get((ofile, orow))
         if d is not None:
-            out.setdefault(k, []).append({**d, "value": v, "threshold": thr})
+            out.setdefault(k, []).append({**d, "value": v, "threshold": thr_v})
     return out
+
+
+def _near_key(c: tuple) -> tuple:
+    """(distance, origin file, origin row) order of :func:`near_threshold`'s candidates (a null origin last)."""
+    return (c[0], c[1] is None, c[1] or "", c[2] is None, c[2] or 0)
 
 
 def rewritten_examples(t: RunTables, n: int = 3, chars: int = TEXT_CHARS) -> list[dict]:
