@@ -102,3 +102,31 @@ def test_near_threshold_picks_the_closest_kept_documents(tmp_path, batch, monkey
         assert [(d["id"], d["value"]) for d in near[1]] == [("a", 0.25), ("c", 0.28)]
     finally:
         t.close()
+
+
+def test_documents_fetched_from_their_shards_equal_those_from_the_whole_table(sample_run, monkeypatch):
+    """A few documents by key or id are read from the shards that hold them: the same rows as from the view."""
+    from dataclean.report import queries as q
+
+    t = RunTables(str(sample_run))
+    try:
+        kept = t.con.sql("SELECT origin_file, origin_row, id FROM kept ORDER BY origin_file DESC, origin_row "
+                         "LIMIT 3").fetchall()
+        removed = t.con.sql("SELECT origin_file, origin_row, id FROM removed ORDER BY origin_file, origin_row "
+                            "LIMIT 3").fetchall()
+        assert len(q.shard_files(str(sample_run), "kept")) > 1 and len(q.shard_files(str(sample_run), "removed")) > 1
+        assert "read_parquet" in q._holding(t, "kept", q._ORIGIN_JOIN.format(keys="(SELECT * FROM (VALUES "
+                                            f"('{kept[0][0]}', {kept[0][1]})) v(origin_file, origin_row))"), 1)
+
+        def fetch():
+            return (q._kept_by_origin(t, [k[:2] for k in kept], 100, ("n_chars",)),
+                    q.fetch_removed(t, [k[:2] for k in removed], 100),
+                    q.fetch_by_id(t, "kept", sorted(k[2] for k in kept)),
+                    q.fetch_by_id(t, "removed", sorted(k[2] for k in removed)))
+        few = fetch()
+        monkeypatch.setattr(q, "FEW_KEYS", 0)
+        whole = fetch()
+        assert few == whole
+        assert [len(x) for x in few] == [3, 3, 3, 3]
+    finally:
+        t.close()
