@@ -42,6 +42,7 @@ def _warm_callers() -> None:
     if minhash.kernels_enabled():
         minhash.mh_kernels().components(2, np.array([0], np.int64), np.array([1], np.int64))
 
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dataclean.warm", description=__doc__.splitlines()[0])
     ap.add_argument("--lock", help="the lock file of a background warm-up, removed at the end")

@@ -249,7 +249,6 @@ def warm_up() -> bool:
     _text_kernels.allow_compile()
     if not kernels_enabled():
         return False
-    script_fold.warm_up()
     texts = pa.array(["Hello, World! 2024 ＡＢ，", "中文 ﬀ é", "", "繁體中文"], pa.string())
     values, offsets = shingle_hashes(shingle_text(texts))
     shingle_text(texts, fold=script_fold.DEFAULT_FOLD)

@@ -86,7 +86,6 @@ def thresholds_from_config(cfg: dict | None) -> list[Threshold]:
     return out
 
 
-
 _built: dict[str, object] = {}
 
 
