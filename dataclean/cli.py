@@ -85,6 +85,39 @@ def _out_of_memory_line(exc: BaseException, ctx: click.Context) -> str:
             f"{'lower --workers or raise the limit' if has_workers else 'raise the limit'}")
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask: a container's or ``taskset``'s limit), at least 1."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):  # (macOS, Windows)
+        return max(os.cpu_count() or 1, 1)
+
+
+class _Workers(click.ParamType):
+    """``--workers``: a number of processes, or ``auto`` (the default): one per usable CPU."""
+
+    name = "N|auto"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) and not isinstance(value, bool):
+            n = value
+        elif str(value).strip().lower() == "auto":
+            return usable_cpus()
+        else:
+            try:
+                n = int(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is not a number of worker processes; give one (e.g. --workers 4) or auto",
+                          param, ctx)
+        if n < 1:
+            self.fail(f"{n} workers: give at least 1 (--workers 1 runs in this process), or auto", param, ctx)
+        return n
+
+
+WORKERS = _Workers()
+_WORKERS_HELP = "Worker processes; auto = one per usable CPU ({n} here). The output is the same for any number."
+
+
 class _Commands(click.Group):
     """The command group, with the ``quality`` commands imported when one is used: their package imports numpy
     and Arrow (~65 ms), which ``dataclean run`` would otherwise pay before it starts its workers' fork server."""
@@ -172,8 +205,9 @@ _SET_HELP = ("Change one config value: STAGE.PARAMETER=VALUE (a stage by its kin
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), callback=_config_path,
               help="YAML config merged onto rules/default.yaml (`dataclean config init` writes one).")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help=_SET_HELP)
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1),
-              help="Worker processes (with --executor ray and no --ray-address: CPUs of the local Ray).")
+@click.option("--workers", default="auto", show_default=True, type=WORKERS,
+              help=_WORKERS_HELP.format(n=usable_cpus()) + " With --executor ray and no --ray-address: CPUs of "
+                   "the local Ray.")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="Where tasks run: a local process pool, or Ray tasks (pip install 'dataclean[ray]').")
 @click.option("--ray-address", help="Ray cluster to join (e.g. auto, ray://head:10001); default: start a local Ray.")
@@ -311,7 +345,8 @@ def _os_error(exc: OSError, output: str) -> str:
 @click.argument("labels", nargs=-1, required=True)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), callback=_config_path,
               help="YAML config merged onto rules/default.yaml (as for run).")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1))
+@click.option("--workers", default="auto", show_default=True, type=WORKERS,
+              help=_WORKERS_HELP.format(n=usable_cpus()))
 @click.option("--text-column", default="text", show_default=True, help="Labels column holding the text.")
 @click.option("--id-column", default="id", show_default=True, help="Labels column holding the id.")
 @click.option("--label-column", default="label", show_default=True,
@@ -625,7 +660,8 @@ def compare(reference, candidate, output, gates_path, sample, seed, config_path)
               help="megatron: Megatron-LM/NeMo indexed dataset (.bin + .idx); parquet: token ids per document.")
 @click.option("--eod-token", help="End-of-document token (default: <|endoftext|>, </s>, <eos>... if the vocabulary "
                                   "has one).")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1), help="Worker processes.")
+@click.option("--workers", default="auto", show_default=True, type=WORKERS,
+              help=_WORKERS_HELP.format(n=usable_cpus()))
 @click.option("--fresh", is_flag=True, help="Replace an export of another run, tokenizer or format in the folder.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 def export_cmd(output, export_dir, tokenizer, fmt, eod_token, workers, fresh, quiet) -> None:

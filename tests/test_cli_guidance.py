@@ -136,3 +136,34 @@ def test_inspect_says_what_an_exact_duplicates_value_is(finished_run):
                     "value 3 (group of 3 copies), threshold -",
                     "detail: group of 3 identical texts (normalized)",
                     "dup_of (kept instead): dup-1"]
+
+
+def test_workers_auto_is_one_per_usable_cpu_and_numbers_pass_through():
+    import os
+
+    from dataclean.cli import WORKERS, usable_cpus
+
+    assert usable_cpus() == len(os.sched_getaffinity(0))
+    assert WORKERS.convert("auto", None, None) == usable_cpus()
+    assert WORKERS.convert(" AUTO ", None, None) == usable_cpus()
+    assert WORKERS.convert("3", None, None) == 3
+    assert WORKERS.convert(1, None, None) == 1
+
+
+@pytest.mark.parametrize("value, says", [
+    ("0", "Invalid value for '--workers': 0 workers: give at least 1 (--workers 1 runs in this process), or auto"),
+    ("two", "Invalid value for '--workers': 'two' is not a number of worker processes; give one "
+            "(e.g. --workers 4) or auto"),
+])
+def test_a_bad_workers_value_is_one_line_with_the_fix(corpus, tmp_path, value, says):  # noqa: F811
+    res = cli("run", corpus, "-o", tmp_path / "out", "--workers", value, "--quiet")
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines()[-1] == f"Error: {says}"
+    assert not (tmp_path / "out").exists()
+
+
+def test_run_eval_and_export_default_to_auto_workers():
+    for command in (["run"], ["eval"], ["export"]):
+        out = cli(*command, "--help").stdout
+        assert re.search(r"--workers N\|AUTO\s+Worker processes; auto = one per usable CPU", out), command
+        assert "[default: auto]" in " ".join(out.split())
