@@ -138,3 +138,17 @@ def test_the_warm_up_compiles_every_kernel_version_a_default_run_uses(tmp_path):
                          capture_output=True, text=True, timeout=900, cwd=REPO)
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {}
+
+
+@numba_missing
+def test_an_unwritable_cache_folder_says_once_why_the_kernels_are_off(fresh, monkeypatch, tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(blocker / "cache"))  # (root can write a chmod 0 folder: a file blocks)
+    assert kernels.ready("text") is False
+    assert kernels.ready("minhash") is False  # (no second warm-up tried, no second line)
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: dataclean's compiled kernels are off: their cache folder {blocker / 'cache'} cannot be written "
+        "(Not a directory); the slower pyarrow/numpy code runs instead, with the same results. Set NUMBA_CACHE_DIR "
+        "to a writable folder to use them"]
+    assert fresh.started == []

@@ -185,7 +185,10 @@ def start_warmer():
         with os.fdopen(fd, "w") as f:
             f.write(str(proc.pid))
         return proc
-    except OSError:
+    except OSError as exc:  # (a read-only home, a file in the way): say so once, or the kernels stay off unseen
+        print(f"warning: dataclean's compiled kernels are off: their cache folder {folder} cannot be written "
+              f"({exc.strerror or exc}); the slower pyarrow/numpy code runs instead, with the same results. "
+              "Set NUMBA_CACHE_DIR to a writable folder to use them", file=sys.stderr)
         return None
 
 
