@@ -132,7 +132,9 @@ def test_a_reduce_task_killed_midway_redoes_only_the_kinds_without_a_marker(tmp_
 
     out = tmp_path / "out"
     # partition 2's task wrote its ids and exact-hash candidates, but not the latter's marker
-    r = run_cli("run", SAMPLE, "-o", out, "--quiet", env_extra={"DATACLEAN_FAILPOINTS": "reduce-exact_dedup-2"})
+    # (one worker: the partitions run in order, so 0 and 1 are done when 2 is killed)
+    r = run_cli("run", SAMPLE, "-o", out, "--quiet", "--workers", "1",
+                env_extra={"DATACLEAN_FAILPOINTS": "reduce-exact_dedup-2"})
     assert r.returncode == -9
     lay = Layout(str(out))
     done = load_marker(lay, "global-cand-ids-00002")
