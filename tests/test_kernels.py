@@ -329,3 +329,61 @@ def test_loading_the_kernels_does_not_import_scipy_linalg_and_numba_keeps_its_bl
         code.replace("print('scipy.linalg' in sys.modules)", "print('scipy.linalg' in sys.modules); e.set()")
     out = subprocess.run([sys.executable, "-c", threaded], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.split() == ["True", "True", "3.0", "True"]
+
+
+# -- seo_spam's kernels ---------------------------------------------------------------------------------------
+
+from dataclean.stages import spam  # noqa: E402
+
+
+def test_pair_counts_examples():
+    with kernels_env("1"):
+        per, first = kernels.pair_counts(pa.array(["a", "b", "a", "a", "b"]), np.array([0, 0, 0, 1, 1]))
+        assert per.tolist() == [2, 1, 2, 1, 1] and first.tolist() == [True, True, False, True, True]
+        # groups out of order: the first of each pair is the first in group order (stable)
+        per, first = kernels.pair_counts(pa.array(["x", "x", "x", "y"]), np.array([1, 0, 1, 0]))
+        assert per.tolist() == [2, 1, 2, 1] and first.tolist() == [True, True, False, True]
+        # spam.pair_counts: the same pairs and counts as the sort, in another order
+        values, parent = pa.array(["的", "的", "the", "的", "x"]), np.array([0, 0, 0, 2, 2])
+        on = spam.pair_counts(parent, values, per_element=True)
+    with kernels_env("0"):
+        off = spam.pair_counts(parent, values, per_element=True)
+    assert sorted(zip(on[0].tolist(), on[1].tolist())) == sorted(zip(off[0].tolist(), off[1].tolist())) == \
+        [(0, 1), (0, 2), (2, 1), (2, 1)]
+    assert on[2].tolist() == off[2].tolist() == [2, 2, 1, 1, 1]
+
+
+def test_count_runs_and_count_han_examples():
+    with kernels_env("1"):
+        runs = kernels.count_runs(pa.array(["a, b || c", "中文：你好 世界", "", "——【热门】"]),
+                                  spam.ITEM_SEP_OR_SPACE_CHARS)
+        han = kernels.count_han(pa.array(["中文abc", "ひらがな漢字", "〇", "\U00020000x", ""]))
+        bad = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, 2], np.int32)),
+                                                     pa.py_buffer(b"\xff,")])
+        assert kernels.count_runs(bad, spam.ITEM_SEP_OR_SPACE_CHARS) is None  # (the caller uses RE2)
+        assert kernels.count_han(bad) is None
+    assert runs.tolist() == [2, 2, 0, 2]
+    assert han.tolist() == [2, 2, 1, 1, 0]
+
+
+def test_item_separator_characters_are_the_patterns():
+    cps = np.concatenate([np.arange(0, 0xD800), np.arange(0xE000, 0x110000)])
+    chars = pa.array([chr(c) for c in cps.tolist()], pa.string())
+    hit = pa.compute.match_substring_regex(chars, "^" + spam._ITEM_SEP_OR_SPACE[:-1] + "$")
+    assert cps[hit.to_numpy(zero_copy_only=False)].tolist() == spam.ITEM_SEP_OR_SPACE_CHARS.tolist()
+
+
+SPAM_PIECES = list("，、|｜/:：·•【】()（）《》-—… \t\u3000。！？!?\n\n") + \
+    ["北京", "上海", "办证", "办证", "哈哈", "烟(yan)台(tai)", "欧宝体育", "http://a.b/c ", "www.x.cn ", "a@b.com ",
+     "Home | About | Contact\n", "Posted by admin\n", "Copyright © 2020\n", "the ", "free ", "Click here\n",
+     "12 ", "3.5 ", "热门城市：淄博口罩 山东口罩 临沂口罩 ", "\xff", "İ", "\U00020000"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from(SPAM_PIECES), max_size=60).map("".join), min_size=1, max_size=6))
+def test_seo_spam_signals_match(texts):
+    stage = spam.SeoSpam(min_words=3, min_lines=2, min_urls=1)
+    on, off = both(lambda: stage.signals(pa.array(texts, pa.string())))
+    assert list(on) == list(off)
+    for name in on:
+        assert _same(on[name], off[name]), (name, texts)

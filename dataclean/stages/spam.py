@@ -105,6 +105,7 @@ import pyarrow.compute as pc
 
 from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, with_columns
 from dataclean.stages.lists import load_terms, terms_pattern
+from dataclean.text import kernels
 from dataclean.text.tokenize import HAN, lines_batch, words_batch
 
 URL = r"(?i)(?:\b(?:https?|ftp)://|\bwww\.)[^\s<>\"'`\p{Han}\x{3000}-\x{303f}\x{ff00}-\x{ffef}]+"
@@ -135,6 +136,10 @@ DEFAULT_ZH_CITIES = ["lists/zh-spam/cities.txt"]
 _SPACE_BY_HAN = rf"([{HAN}])[ \t\x{{3000}}\x{{a0}}]+|[ \t\x{{3000}}\x{{a0}}]+([{HAN}])"
 _ITEM_SEP = r"[\x{1f}_|｜,，、/;；:：·•【】()（）《》<>\"“”‘’!！?？。~…\-–—]+"
 _ITEM_SEP_OR_SPACE = _ITEM_SEP[:-2] + r" \t\x{3000}]+"
+#: The characters of ``_ITEM_SEP_OR_SPACE``, for the kernel that counts its runs (tests/test_seo_spam.py checks
+#: that they are exactly what the pattern matches, over every code point).
+ITEM_SEP_OR_SPACE_CHARS = np.array(sorted(map(ord, "\x1f_|｜,，、/;；:：·•【】()（）《》<>\"“”‘’!！?？。~…-–— \t\u3000")),
+                                   np.int64)
 _HAN2_HEAD = rf"^[{HAN}]{{2}}"
 _HAN2_TAIL = rf"[{HAN}]{{2}}$"
 # pinyin injection: a Han character followed by one toneless pinyin syllable in ASCII or full-width
@@ -154,11 +159,19 @@ def _flat_parent(lists: pa.ListArray) -> tuple[pa.Array, np.ndarray]:
 
 def pair_counts(parent: np.ndarray, values: pa.Array, per_element: bool = False):
     """Count equal ``values`` within each row (``parent`` gives the row of each value). Returns the row of
-    each distinct (row, value) pair and its count, and with ``per_element`` also the count of each
-    element's pair."""
+    each distinct (row, value) pair and its count, in no particular order (the callers' results do not depend
+    on it), and with ``per_element`` also the count of each element's pair.
+
+    With the compiled kernels: one hash table in linear time (``kernels.pair_counts``); without: a dictionary
+    encoding and a sort of the (row, value) keys. The same pairs and counts either way
+    (``benchmarks/profile_spam.py --check``)."""
     if len(values) == 0:
         z = np.zeros(0, np.int64)
         return (z, z, z) if per_element else (z, z)
+    if values.null_count == 0 and kernels.enabled():
+        per, first = kernels.pair_counts(values, parent)
+        row, count = np.asarray(parent, np.int64)[first], per[first]
+        return (row, count, per) if per_element else (row, count)
     enc = pc.dictionary_encode(values)
     width = len(enc.dictionary) + 1
     keys = parent * width + enc.indices.to_numpy().astype(np.int64)
@@ -478,7 +491,9 @@ class SeoSpam(Stage):
             first = pc.replace_with_mask(first, pa.array(np.isin(np.arange(n), first_rows)), first_lines)
         # Cut into keyword items only the lines that can matter: at least 3 separators, and the first line
         # or a line without sentence punctuation whose pieces are short (a cheap bound on the average item).
-        n_sep = pc.count_substring_regex(lines, _ITEM_SEP_OR_SPACE).to_numpy().astype(np.int64)
+        n_sep = kernels.count_runs(lines, ITEM_SEP_OR_SPACE_CHARS) if kernels.enabled() else None
+        if n_sep is None:  # (no kernels, or invalid UTF-8)
+            n_sep = pc.count_substring_regex(lines, _ITEM_SEP_OR_SPACE).to_numpy().astype(np.int64)
         line_len = pc.utf8_length(lines).to_numpy().astype(np.int64)
         is_first = np.zeros(len(lines), bool)
         is_first[nonblank[pos]] = True
@@ -505,7 +520,9 @@ class SeoSpam(Stage):
             zh_hits = pc.count_substring_regex(texts, self._zh_spam_pattern).to_numpy().astype(np.int64)
         else:
             zh_hits = np.zeros(n, np.int64)
-        n_han = pc.count_substring_regex(texts, HAN_CHAR).to_numpy().astype(np.int64)
+        n_han = kernels.count_han(texts) if kernels.enabled() else None
+        if n_han is None:
+            n_han = pc.count_substring_regex(texts, HAN_CHAR).to_numpy().astype(np.int64)
         strong = np.zeros(n, np.int64)
         title_strong = np.zeros(n, np.int64)
         if self._zh_strong_pattern is not None:

@@ -771,3 +771,86 @@ def byte_sums(data, offsets, table):
             s += table[data[i]]
         out[d] = s
     return out
+
+
+@njit(cache=True, nogil=True)
+def pair_counts(group, codes, n_codes, order):
+    """Per element ``i``: how many elements have its ``group`` and its value ``codes[i]`` (a dictionary code,
+    ``0 <= codes[i] < n_codes``), and whether ``i`` is the first of them in ``order`` (the elements sorted by
+    group, stably: ``spam.pair_counts``). One pass per group with a counter per code, reset after the group:
+    linear time, where sorting the (group, code) keys was n log n."""
+    n = len(group)
+    count = np.zeros(n_codes, np.int64)
+    seen = np.full(n_codes, -1, np.int64)
+    per = np.empty(n, np.int64)
+    first = np.zeros(n, np.bool_)
+    start = 0
+    while start < n:
+        g = group[order[start]]
+        end = start
+        while end < n and group[order[end]] == g:
+            count[codes[order[end]]] += 1
+            end += 1
+        for k in range(start, end):
+            i = order[k]
+            c = codes[i]
+            per[i] = count[c]
+            if seen[c] != start:
+                seen[c] = start
+                first[i] = True
+        for k in range(start, end):
+            count[codes[order[k]]] = 0
+        start = end
+    return per, first
+
+
+@njit(cache=True, nogil=True)
+def count_runs(data, offsets, member):
+    """Per string: its maximal runs of the characters whose code point ``member`` marks (uint8, 0x110000
+    entries), what RE2 counts for ``[members]+``; -1 for a string that is not valid UTF-8."""
+    n = len(offsets) - 1
+    out = np.zeros(n, np.int64)
+    for r in range(n):
+        i = offsets[r]
+        end = offsets[r + 1]
+        inside = False
+        c = 0
+        while i < end:
+            b = data[i]
+            if b < 0x80:
+                hit = member[b] != 0
+                i += 1
+            else:
+                cp, size = _decode(data, i, end)
+                if size == 0:
+                    c = -1
+                    break
+                hit = member[cp] != 0
+                i += size
+            if hit and not inside:
+                c += 1
+            inside = hit
+        out[r] = c
+    return out
+
+
+@njit(cache=True, nogil=True)
+def count_iso(data, offsets, table, iso):
+    """Per string: its characters of isolation class ``iso`` in ``table`` (1: Han, 2: Hiragana, 3: Katakana);
+    -1 for a string that is not valid UTF-8."""
+    n = len(offsets) - 1
+    out = np.zeros(n, np.int64)
+    for r in range(n):
+        i = offsets[r]
+        end = offsets[r + 1]
+        c = 0
+        while i < end:
+            cls, size = _class_at(data, i, end, table)
+            if size == 0:
+                c = -1
+                break
+            if (cls >> _ISO_SHIFT) & 3 == iso:
+                c += 1
+            i += size
+        out[r] = c
+    return out

@@ -536,6 +536,49 @@ def ascii_lower_in(strings: pa.Array, values: list[str]) -> np.ndarray:
     return _kernels().ascii_lower_in(data, offsets, set_data, set_offsets)
 
 
+def pair_counts(values: pa.Array, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per element of a ``string`` array without nulls and its ``group`` (an integer per element): how many
+    elements have its group and its value (int64), and whether it is the first of them (bool).
+
+    Arrow's hash dictionary-encodes the values; the kernel counts codes group by group. On the words of a
+    4,096-document bench batch (569,151): 23 ms in all (11 ms of it the encoding), against 40-46 ms for the
+    encoding plus a sort of the (group, code) keys, and 47 ms for a kernel hashing the bytes itself."""
+    enc = pc.dictionary_encode(values)
+    codes = np.require(enc.indices.to_numpy(zero_copy_only=False), np.int64, ["C", "W"])
+    group = np.require(group, np.int64, ["C", "W"])
+    if len(group) < 2 or bool((group[1:] >= group[:-1]).all()):
+        order = np.arange(len(group), dtype=np.int64)
+    else:  # (a few sorted parts one after another: the stable sort merges runs)
+        order = np.argsort(group, kind="stable").astype(np.int64)
+    return _kernels().pair_counts(group, codes, len(enc.dictionary), order)
+
+
+def count_runs(strings: pa.Array, members: np.ndarray) -> np.ndarray | None:
+    """Per string of a ``string`` array without nulls: its maximal runs of the characters ``members`` (int64 code
+    points), what RE2's ``count_substring_regex`` counts for ``[members]+`` (int64); None when a string is not
+    valid UTF-8. (A table per code point: with a binary search of ``members`` per character, the lines of bench
+    shards 0-1 took 199 ms, against 69 ms.)"""
+    key = "member:" + ",".join(map(str, members.tolist()))
+    table = once(_state, key, lambda: _member_table(members))
+    offsets, data = string_buffers(strings)
+    out = _kernels().count_runs(data, offsets, table)
+    return None if (out < 0).any() else out
+
+
+def _member_table(members: np.ndarray) -> np.ndarray:
+    table = np.zeros(0x110000, np.uint8)
+    table[np.asarray(members, np.int64)] = 1
+    return table
+
+
+def count_han(texts: pa.Array) -> np.ndarray | None:
+    """Han characters per string of a ``string`` array without nulls (RE2's count of ``[HAN]``, ``chars.HAN``),
+    int64; None when a string is not valid UTF-8."""
+    offsets, data = string_buffers(texts)
+    out = _kernels().count_iso(data, offsets, char_table(), 1)
+    return None if (out < 0).any() else out
+
+
 def normalize(texts: pa.Array, form: str, remove_controls: bool, fix_spaces: bool, max_blank_lines: int):
     """The normalize stage's text and counts for a ``string`` array without nulls: (text, form changed (bool),
     controls removed, odd spaces and carriage returns, both int64 numpy arrays), as its regex chain computes
@@ -594,6 +637,9 @@ def warm_up() -> bool:
     ascii_lower_in(flat, ["the", "的"])
     normalize(pa.array(["a\u0301 b\r\n", "中文"], pa.string()), "NFC", True, True, 2)
     ngram_signals(np.zeros(4, np.int32), np.ones(4, np.int64), np.array([0, 4]), (2, 3, 4), (5, 6, 7, 8, 9, 10))
+    pair_counts(flat, np.zeros(len(flat), np.int64))
+    count_runs(flat, np.array([32, 124], np.int64))
+    count_han(texts)
     mark_ready("text")  # (byte_sums: as the token estimate calls it, by dataclean.warm)
     return True
 

@@ -1,0 +1,151 @@
+"""The ``seo_spam`` stage with and without its compiled kernels: CPU time, and a bit-for-bit check.
+
+The stage's signals (``SeoSpam.signals``) on the bench shards, in 4096-row batches, as a run gives them to the
+stage: the text after ``normalize`` would differ only where normalization changes it, so the shards' own text
+is used. Three implementations, interleaved batch by batch in ONE process so that the ratios hold on a shared machine:
+
+  ref        ``dataclean/stages/spam.py`` as it is at ``--ref`` (a git revision; default 8bef688, the last
+             commit before the stage's own kernels), loaded from ``git show``, with the tokenizer's kernels on
+  kernels    the working tree, compiled kernels on (numba)
+  fallback   the working tree with ``DATACLEAN_KERNELS=0`` (the pyarrow/numpy code used without numba)
+
+``--check`` compares every signal column of every batch of kernels and of fallback with ref's bit for bit
+(floats by their bytes) and exits 1 at the first difference, naming the batch, the column and the first
+differing row. ``--shards`` picks the shards
+(default 0-1; ``0-11`` is the whole bench corpus); ``--limit`` cuts each shard to its first N rows.
+
+    python benchmarks/profile_spam.py                    # timing on shards 0-1, median of 3
+    python benchmarks/profile_spam.py --check --shards 0-11
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import types
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+CORPUS = os.path.normpath(os.path.join(REPO, "..", "shared", "corpus", "bench"))
+
+
+DEFAULT_REF = "8bef688"  # the last commit before seo_spam's kernels
+
+
+def ref_class(ref: str) -> type:
+    """``SeoSpam`` as it is at git revision ``ref``."""
+    src = subprocess.run(["git", "-C", REPO, "show", f"{ref}:dataclean/stages/spam.py"], check=True,
+                         capture_output=True, text=True).stdout
+    mod = types.ModuleType("_ref_spam")
+    mod.__file__ = f"<{ref}:dataclean/stages/spam.py>"
+    sys.modules[mod.__name__] = mod
+    exec(compile(src, mod.__file__, "exec"), mod.__dict__)
+    return mod.SeoSpam
+
+
+def shard_list(spec: str) -> list[int]:
+    out: list[int] = []
+    for part in spec.split(","):
+        a, _, b = part.partition("-")
+        out += list(range(int(a), int(b or a) + 1))
+    return out
+
+
+def batches(shards: list[int], limit: int | None, rows: int = 4096) -> list[pa.Array]:
+    out = []
+    for s in shards:
+        t = pq.read_table(os.path.join(CORPUS, f"part-{s:05d}.parquet"), columns=["text"])
+        if limit:
+            t = t.slice(0, limit)
+        out += [b.column(0) for b in t.combine_chunks().to_batches(max_chunksize=rows)]
+    return out
+
+
+def signals(stage, text: pa.Array, kernels_on: bool) -> dict[str, pa.Array]:
+    os.environ["DATACLEAN_KERNELS"] = "1" if kernels_on else "0"
+    return stage.signals(text)
+
+
+def same(a: pa.Array, b: pa.Array) -> int:
+    """-1 when ``a`` and ``b`` are bit-identical, else the first differing row."""
+    if a.type != b.type or len(a) != len(b):
+        return 0
+    x = np.asarray(a.to_numpy(zero_copy_only=False))
+    y = np.asarray(b.to_numpy(zero_copy_only=False))
+    if x.dtype.kind == "f":
+        x, y = x.view(np.int64), y.view(np.int64)
+    diff = np.flatnonzero(x != y)
+    return int(diff[0]) if len(diff) else -1
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shards", default="0-1")
+    ap.add_argument("--limit", type=int)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--ref", default=DEFAULT_REF)
+    ap.add_argument("--json", help="write the timing here (default: print only)")
+    args = ap.parse_args(argv)
+    from dataclean.stages.spam import SeoSpam
+    from dataclean.text import kernels
+
+    kernels.allow_compile()
+    os.environ["DATACLEAN_KERNELS"] = "1"
+    if not kernels.enabled():
+        print("numba is not usable here: nothing to compare", file=sys.stderr)
+        return 2
+    stage, ref = SeoSpam(), ref_class(args.ref)()
+    sides = {"ref": (ref, True), "kernels": (stage, True), "fallback": (stage, False)}
+    data = batches(shard_list(args.shards), args.limit)
+    docs = sum(len(b) for b in data)
+    signals(stage, data[0][:64], True)  # load the kernels before timing
+    if args.check:
+        for i, text in enumerate(data):
+            want = signals(ref, text, True)
+            for side in ("kernels", "fallback"):
+                got = signals(*sides[side][:1], text, sides[side][1])
+                if list(got) != list(want):
+                    print(f"batch {i}: {side}'s columns differ: {list(got)} vs {list(want)}")
+                    return 1
+                for name in want:
+                    row = same(got[name], want[name])
+                    if row >= 0:
+                        print(f"batch {i}, {name}, row {row}: {side} {got[name][row]} vs ref {want[name][row]}")
+                        return 1
+        print(f"bit-identical to {args.ref}, with and without the kernels: {len(want)} signals x {docs:,} "
+              f"documents ({len(data)} batches, shards {args.shards})")
+        return 0
+    times: dict[str, list[float]] = {side: [] for side in sides}
+    for _ in range(args.reps):
+        spent = dict.fromkeys(sides, 0.0)
+        for text in data:
+            for side, (st, on) in sides.items():
+                t0 = time.process_time()
+                signals(st, text, on)
+                spent[side] += time.process_time() - t0
+        for side, v in spent.items():
+            times[side].append(v)
+    med = {side: statistics.median(v) for side, v in times.items()}
+    result = {"docs": docs, "shards": args.shards, "reps": args.reps, "ref": args.ref, "cpu_s": times,
+              "median_cpu_s": med, "us_per_doc": {s: round(1e6 * v / docs, 1) for s, v in med.items()},
+              "ratio_kernels_to_ref": round(med["kernels"] / med["ref"], 3),
+              "ratio_fallback_to_ref": round(med["fallback"] / med["ref"], 3),
+              "load_1min": os.getloadavg()[0], "date": time.strftime("%Y-%m-%d")}
+    print(json.dumps(result, indent=1))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
