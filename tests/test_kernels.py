@@ -387,3 +387,27 @@ def test_seo_spam_signals_match(texts):
     assert list(on) == list(off)
     for name in on:
         assert _same(on[name], off[name]), (name, texts)
+
+
+# -- one pass for several character classes (quality_score, langid) -------------------------------------------
+
+from dataclean.quality.heuristic import SYMBOL  # noqa: E402
+from dataclean.stages.langid import LangID  # noqa: E402
+from dataclean.stages.quality import QualityScore  # noqa: E402
+
+
+def test_class_counts_examples():
+    with kernels_env("1"):
+        out = kernels.class_counts(pa.array(["Hello World 42!", "中文ＡＢ１２#@", "", "É½§"]),
+                                   (SYMBOL, r"\p{Lu}", r"\p{Nd}"))
+        bad = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, 2], np.int32)),
+                                                     pa.py_buffer(b"A\xff")])
+        assert kernels.class_counts(bad, (r"\p{Lu}",)) is None
+    # symbols: # and @ (SYMBOL names them; ! and § are punctuation); upper: H W, Ａ Ｂ, É; digits: 4 2, １ ２ (½ is No)
+    assert out.tolist() == [[0, 2, 2], [2, 2, 2], [0, 0, 0], [0, 1, 0]]
+    with pytest.raises(ValueError):
+        kernels.class_table(())
+
+
+# quality_score (symbols, capitals, digits) and langid (capitals) count classes with one kernel pass
+STAGES += [lambda: QualityScore(), lambda: LangID()]

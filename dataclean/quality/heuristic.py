@@ -72,7 +72,7 @@ from dataclean.quality import Scorer
 from dataclean.stages.c4 import join_wrapped_lines
 from dataclean.stages.fineweb import sentence_end_pattern
 from dataclean.stages.gopher import CHINESE_STOP_WORDS, ENGLISH_STOP_WORDS, JAPANESE_STOP_WORDS
-from dataclean.text import batch_words, lines_batch
+from dataclean.text import batch_words, kernels, lines_batch
 from dataclean.text.chars import HAN, HIRAGANA, KATAKANA
 
 #: Sentence stops that end a line (ASCII and full-width, the ellipsis); ":" "：" ";" do not end one.
@@ -364,10 +364,14 @@ class HeuristicScorer(Scorer):
                           n_lines)
 
         # -- symbols, against word characters; case, digits and sentences against characters and words -------
-        symbols = pc.count_substring_regex(text, SYMBOL).to_numpy(zero_copy_only=False).astype(np.float64)
+        classes = kernels.class_counts(text, (SYMBOL, r"\p{Lu}", r"\p{Nd}")) if kernels.enabled() else None
+        if classes is not None:  # (one pass over the text for the three counts)
+            symbols, upper, digits = (classes[:, i].astype(np.float64) for i in range(3))
+        else:
+            symbols = pc.count_substring_regex(text, SYMBOL).to_numpy(zero_copy_only=False).astype(np.float64)
+            upper = pc.count_substring_regex(text, r"\p{Lu}").to_numpy(zero_copy_only=False).astype(np.float64)
+            digits = pc.count_substring_regex(text, r"\p{Nd}").to_numpy(zero_copy_only=False).astype(np.float64)
         chars = pc.utf8_length(text).to_numpy(zero_copy_only=False).astype(np.float64)
-        upper = pc.count_substring_regex(text, r"\p{Lu}").to_numpy(zero_copy_only=False).astype(np.float64)
-        digits = pc.count_substring_regex(text, r"\p{Nd}").to_numpy(zero_copy_only=False).astype(np.float64)
         sentences = pc.count_substring_regex(text, SENTENCE_MARK).to_numpy(zero_copy_only=False).astype(np.float64)
 
         return {

@@ -98,6 +98,7 @@ import pyarrow.compute as pc
 
 from dataclean.pickling import ReloadsModel
 from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, with_columns
+from dataclean.text import kernels
 from dataclean.text.tokenize import HAN, HIRAGANA, ISOLATE, KATAKANA
 
 #: Where the default model lives: (package, resource path inside it).
@@ -272,7 +273,11 @@ def mostly_upper_case(text: pa.Array) -> np.ndarray:
     """Per document: more than 80 % of its cased letters are capitals (and capitals are at least a fifth
     of its characters: counting every lower-case letter of every document would cost more than the
     prediction, and a document where capitals are rarer than that is not shouting)."""
-    upper = pc.count_substring_regex(text, r"\p{Lu}").to_numpy(zero_copy_only=False)
+    upper = kernels.class_counts(text, (r"\p{Lu}",)) if kernels.enabled() else None
+    if upper is not None:
+        upper = upper[:, 0]
+    else:
+        upper = pc.count_substring_regex(text, r"\p{Lu}").to_numpy(zero_copy_only=False)
     length = pc.utf8_length(text).to_numpy(zero_copy_only=False)
     out = np.zeros(len(text), dtype=bool)
     rows = np.flatnonzero((upper > 0) & (5 * upper >= length))

@@ -854,3 +854,32 @@ def count_iso(data, offsets, table, iso):
             i += size
         out[r] = c
     return out
+
+
+@njit(cache=True, nogil=True)
+def class_counts(data, offsets, table, nbits):
+    """Per string (row) and bit ``b < nbits`` of ``table`` (uint8 per code point): its characters with that bit
+    set (int64, n x nbits); row -1 everywhere for a string that is not valid UTF-8."""
+    n = len(offsets) - 1
+    out = np.zeros((n, nbits), np.int64)
+    for r in range(n):
+        i = offsets[r]
+        end = offsets[r + 1]
+        while i < end:
+            b = data[i]
+            if b < 0x80:
+                v = table[b]
+                i += 1
+            else:
+                cp, size = _decode(data, i, end)
+                if size == 0:
+                    for k in range(nbits):
+                        out[r, k] = -1
+                    break
+                v = table[cp]
+                i += size
+            if v != 0:
+                for k in range(nbits):
+                    if (v >> k) & 1:
+                        out[r, k] += 1
+    return out

@@ -579,6 +579,39 @@ def count_han(texts: pa.Array) -> np.ndarray | None:
     return None if (out < 0).any() else out
 
 
+def class_counts(texts: pa.Array, patterns: tuple[str, ...]) -> np.ndarray | None:
+    """Per string of a ``string`` array without nulls: its characters matched by each of ``patterns`` (RE2
+    classes of ONE character, such as ``\\p{Lu}``; at most 8), in one pass (int64, n x len(patterns)): what
+    ``pc.count_substring_regex`` counts for each; None when a string is not valid UTF-8."""
+    table = class_table(tuple(patterns))
+    offsets, data = string_buffers(texts)
+    out = _kernels().class_counts(data, offsets, table, len(patterns))
+    return None if len(out) and (out[:, 0] < 0).any() else out
+
+
+def class_table(patterns: tuple[str, ...]) -> np.ndarray:
+    """uint8 per code point: bit ``i`` set where the character matches ``patterns[i]`` (Arrow's RE2; cached per
+    process and on disk, like :func:`char_table`)."""
+    import hashlib
+
+    if not 1 <= len(patterns) <= 8:
+        raise ValueError("class_table: 1 to 8 patterns")
+    digest = hashlib.sha1("\x00".join(patterns).encode()).hexdigest()[:16]
+    return _cached_table(f"classes:{digest}", f"classtable-v1-{digest}-pyarrow-{pa.__version__}.npy",
+                         lambda: _class_table(patterns))
+
+
+def _class_table(patterns: tuple[str, ...]) -> np.ndarray:
+    cps = np.concatenate([np.arange(0, 0xD800), np.arange(0xE000, 0x110000)]).astype(np.uint32)
+    chars = _code_point_strings(cps)
+    bits = np.zeros(len(cps), np.uint8)
+    for i, pattern in enumerate(patterns):
+        bits[pc.match_substring_regex(chars, f"^(?:{pattern})$").to_numpy(zero_copy_only=False)] |= 1 << i
+    table = np.zeros(0x110000, np.uint8)
+    table[cps] = bits
+    return table
+
+
 def normalize(texts: pa.Array, form: str, remove_controls: bool, fix_spaces: bool, max_blank_lines: int):
     """The normalize stage's text and counts for a ``string`` array without nulls: (text, form changed (bool),
     controls removed, odd spaces and carriage returns, both int64 numpy arrays), as its regex chain computes
@@ -640,6 +673,7 @@ def warm_up() -> bool:
     pair_counts(flat, np.zeros(len(flat), np.int64))
     count_runs(flat, np.array([32, 124], np.int64))
     count_han(texts)
+    class_counts(texts, (r"\p{Lu}",))
     mark_ready("text")  # (byte_sums: as the token estimate calls it, by dataclean.warm)
     return True
 

@@ -1,11 +1,16 @@
-"""The ``seo_spam`` stage with and without its compiled kernels: CPU time, and a bit-for-bit check.
+"""A pass-1 stage with and without its compiled kernels: CPU time, and a bit-for-bit check (issue 20 item 2).
 
-The stage's signals (``SeoSpam.signals``) on the bench shards, in 4096-row batches, as a run gives them to the
-stage: the text after ``normalize`` would differ only where normalization changes it, so the shards' own text
-is used. Three implementations, interleaved batch by batch in ONE process so that the ratios hold on a shared machine:
+``--stage`` picks what is computed on the bench shards, in 4096-row batches (the shards' own text; ``lang`` from
+``lang_hint``):
 
-  ref        ``dataclean/stages/spam.py`` as it is at ``--ref`` (a git revision; default 8bef688, the last
-             commit before the stage's own kernels), loaded from ``git show``, with the tokenizer's kernels on
+  seo_spam       ``SeoSpam().signals(text)``: its 18 signals
+  quality_score  ``HeuristicScorer().score(batch)``: the score and its 14 signals
+  langid         ``LangID().predict(text)``: lang, lang_score, lang2, lang2_score, lang_by_script
+
+Three implementations, interleaved batch by batch in ONE process so that the ratios hold on a shared machine:
+
+  ref        the stage's module as it is at ``--ref`` (a git revision; default 8bef688, the last commit before
+             these stages' kernels), loaded from ``git show``, with the tokenizer's kernels on
   kernels    the working tree, compiled kernels on (numba)
   fallback   the working tree with ``DATACLEAN_KERNELS=0`` (the pyarrow/numpy code used without numba)
 
@@ -14,8 +19,8 @@ is used. Three implementations, interleaved batch by batch in ONE process so tha
 differing row. ``--shards`` picks the shards
 (default 0-1; ``0-11`` is the whole bench corpus); ``--limit`` cuts each shard to its first N rows.
 
-    python benchmarks/profile_spam.py                    # timing on shards 0-1, median of 3
-    python benchmarks/profile_spam.py --check --shards 0-11
+    python benchmarks/profile_stages.py --stage seo_spam                 # timing on shards 0-1, median of 3
+    python benchmarks/profile_stages.py --stage quality_score --check --shards 0-11
 """
 from __future__ import annotations
 
@@ -37,18 +42,41 @@ REPO = os.path.dirname(HERE)
 CORPUS = os.path.normpath(os.path.join(REPO, "..", "shared", "corpus", "bench"))
 
 
-DEFAULT_REF = "8bef688"  # the last commit before seo_spam's kernels
+DEFAULT_REF = "8bef688"  # the last commit before the kernels of seo_spam, quality_score and langid
+#: stage -> (its module's path, the class to build)
+STAGES = {"seo_spam": ("dataclean/stages/spam.py", "SeoSpam"),
+          "quality_score": ("dataclean/quality/heuristic.py", "HeuristicScorer"),
+          "langid": ("dataclean/stages/langid.py", "LangID")}
 
 
-def ref_class(ref: str) -> type:
-    """``SeoSpam`` as it is at git revision ``ref``."""
-    src = subprocess.run(["git", "-C", REPO, "show", f"{ref}:dataclean/stages/spam.py"], check=True,
-                         capture_output=True, text=True).stdout
-    mod = types.ModuleType("_ref_spam")
-    mod.__file__ = f"<{ref}:dataclean/stages/spam.py>"
+def load_module(path: str, ref: str | None) -> types.ModuleType:
+    """The module at ``path``: the working tree's (``ref`` None) or as it is at git revision ``ref``."""
+    if ref is None:
+        import importlib
+
+        return importlib.import_module(path[:-3].replace("/", "."))
+    src = subprocess.run(["git", "-C", REPO, "show", f"{ref}:{path}"], check=True, capture_output=True,
+                         text=True).stdout
+    mod = types.ModuleType("_ref_" + os.path.basename(path)[:-3])
+    mod.__file__ = f"<{ref}:{path}>"
     sys.modules[mod.__name__] = mod
     exec(compile(src, mod.__file__, "exec"), mod.__dict__)
-    return mod.SeoSpam
+    return mod
+
+
+def computer(stage: str, ref: str | None):
+    """A function batch -> {name: array} computing the stage's outputs with the module of ``ref``."""
+    path, cls = STAGES[stage]
+    obj = getattr(load_module(path, ref), cls)()
+    if stage == "seo_spam":
+        return lambda batch: obj.signals(batch.column("text"))
+    if stage == "langid":
+        return lambda batch: obj.predict(batch.column("text"))
+
+    def quality(batch):
+        score, signals = obj.score(batch)
+        return {"score": pa.array(score), **signals}
+    return quality
 
 
 def shard_list(spec: str) -> list[int]:
@@ -59,19 +87,23 @@ def shard_list(spec: str) -> list[int]:
     return out
 
 
-def batches(shards: list[int], limit: int | None, rows: int = 4096) -> list[pa.Array]:
+def batches(shards: list[int], limit: int | None, rows: int = 4096) -> list[pa.RecordBatch]:
+    import pyarrow.compute as pc
+
     out = []
     for s in shards:
-        t = pq.read_table(os.path.join(CORPUS, f"part-{s:05d}.parquet"), columns=["text"])
+        t = pq.read_table(os.path.join(CORPUS, f"part-{s:05d}.parquet"), columns=["text", "lang_hint"])
         if limit:
             t = t.slice(0, limit)
-        out += [b.column(0) for b in t.combine_chunks().to_batches(max_chunksize=rows)]
+        lang = pc.list_element(pc.split_pattern(t.column("lang_hint"), "-"), 0)
+        t = pa.table({"text": t.column("text"), "lang": lang}).combine_chunks()
+        out += t.to_batches(max_chunksize=rows)
     return out
 
 
-def signals(stage, text: pa.Array, kernels_on: bool) -> dict[str, pa.Array]:
+def signals(compute, batch: pa.RecordBatch, kernels_on: bool) -> dict[str, pa.Array]:
     os.environ["DATACLEAN_KERNELS"] = "1" if kernels_on else "0"
-    return stage.signals(text)
+    return compute(batch)
 
 
 def same(a: pa.Array, b: pa.Array) -> int:
@@ -88,6 +120,7 @@ def same(a: pa.Array, b: pa.Array) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--stage", choices=sorted(STAGES), default="seo_spam")
     ap.add_argument("--shards", default="0-1")
     ap.add_argument("--limit", type=int)
     ap.add_argument("--reps", type=int, default=3)
@@ -95,7 +128,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ref", default=DEFAULT_REF)
     ap.add_argument("--json", help="write the timing here (default: print only)")
     args = ap.parse_args(argv)
-    from dataclean.stages.spam import SeoSpam
     from dataclean.text import kernels
 
     kernels.allow_compile()
@@ -103,11 +135,11 @@ def main(argv: list[str] | None = None) -> int:
     if not kernels.enabled():
         print("numba is not usable here: nothing to compare", file=sys.stderr)
         return 2
-    stage, ref = SeoSpam(), ref_class(args.ref)()
+    stage, ref = computer(args.stage, None), computer(args.stage, args.ref)
     sides = {"ref": (ref, True), "kernels": (stage, True), "fallback": (stage, False)}
     data = batches(shard_list(args.shards), args.limit)
     docs = sum(len(b) for b in data)
-    signals(stage, data[0][:64], True)  # load the kernels before timing
+    signals(stage, data[0].slice(0, 64), True)  # load the kernels before timing
     if args.check:
         for i, text in enumerate(data):
             want = signals(ref, text, True)
@@ -135,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         for side, v in spent.items():
             times[side].append(v)
     med = {side: statistics.median(v) for side, v in times.items()}
-    result = {"docs": docs, "shards": args.shards, "reps": args.reps, "ref": args.ref, "cpu_s": times,
+    result = {"stage": args.stage, "docs": docs, "shards": args.shards, "reps": args.reps, "ref": args.ref, "cpu_s": times,
               "median_cpu_s": med, "us_per_doc": {s: round(1e6 * v / docs, 1) for s, v in med.items()},
               "ratio_kernels_to_ref": round(med["kernels"] / med["ref"], 3),
               "ratio_fallback_to_ref": round(med["fallback"] / med["ref"], 3),
