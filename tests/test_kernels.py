@@ -411,3 +411,28 @@ def test_class_counts_examples():
 
 # quality_score (symbols, capitals, digits) and langid (capitals) count classes with one kernel pass
 STAGES += [lambda: QualityScore(), lambda: LangID()]
+
+
+def test_langid_model_input_kernels_examples():
+    texts = pa.array(["Hello!! world...\nnext line :) ok", "中文ひらがなカタカナ漢字!", "=====\n---", "a!b", "", "x\n!",
+                      "ｶﾀｶﾅとカナ", "\U00020000!"])
+    with kernels_env("1"):
+        collapsed = kernels.collapse_punct(texts)
+        isolated = kernels.isolate(texts)
+        bad = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, 2], np.int32)),
+                                                     pa.py_buffer(b"!\xff")])
+        assert kernels.collapse_punct(bad) is None and kernels.isolate(bad) is None
+    assert collapsed.to_pylist() == ["Hello  world  next line   ok", "中文ひらがなカタカナ漢字!", "   ", "a!b", "", "x !",
+                                     "ｶﾀｶﾅとカナ", "\U00020000!"]
+    assert isolated.to_pylist() == ["Hello!! world...\nnext line :) ok", " 中  文  ひらがな  カタカナ  漢  字 !",
+                                    "=====\n---", "a!b", "", "x\n!", " ｶﾀｶﾅ  と  カナ ", " \U00020000 !"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from(TRICKY + list("!?=-:)(、。…") + ["!!", "==", ":)", "\n!"]),
+                               max_size=40).map("".join), min_size=1, max_size=6))
+def test_langid_model_input_matches(texts):
+    from dataclean.stages.langid import model_input
+
+    on, off = both(lambda: model_input(pa.array(texts, pa.string()), 12, 3))
+    assert on[0].to_pylist() == off[0].to_pylist() and on[1].to_pylist() == off[1].to_pylist(), texts

@@ -301,13 +301,15 @@ def model_input(text: pa.Array, max_chars: int | None = 10000, windows: int = 4)
             idx = np.flatnonzero(long_rows.to_numpy(zero_copy_only=False))
             cut = [evenly_spaced_windows(s, max_chars, windows) for s in text.take(pa.array(idx)).to_pylist()]
             text = pc.replace_with_mask(text, long_rows, pa.array(cut, pa.string()))
-    out = pc.replace_substring(text, "\n", " ")
-    out = pc.replace_substring_regex(out, PUNCT_RUN, " ")
+    on = kernels.enabled()
+    out = kernels.collapse_punct(text) if on else None
+    if out is None:  # (no kernels, or invalid UTF-8)
+        out = pc.replace_substring_regex(pc.replace_substring(text, "\n", " "), PUNCT_RUN, " ")
     shouting = mostly_upper_case(out)
     if shouting.any():
         out = pc.if_else(pa.array(shouting), pc.utf8_lower(out), out)
-    out = pc.replace_substring_regex(out, ISOLATE, r" \1 ")
-    return out, text
+    isolated = kernels.isolate(out) if on else None
+    return (isolated if isolated is not None else pc.replace_substring_regex(out, ISOLATE, r" \1 ")), text
 
 
 # -- the stage -----------------------------------------------------------------------------------------------

@@ -883,3 +883,95 @@ def class_counts(data, offsets, table, nbits):
                     if (v >> k) & 1:
                         out[r, k] += 1
     return out
+
+
+@njit(cache=True, nogil=True)
+def _char_at(data, i, end):
+    """(code point, byte length) at data[i], ASCII first; (-1, 0) when it is not valid UTF-8."""
+    b = data[i]
+    if b < 0x80:
+        return np.int64(b), 1
+    return _decode(data, i, end)
+
+
+@njit(cache=True, nogil=True)
+def collapse_punct(data, offsets, member, out, out_offsets):
+    """langid's first step on each string: newlines become spaces, then every run of two or more characters that
+    ``member`` marks (``[\\pP\\pS]``) becomes one space (RE2's ``replace_substring_regex`` of ``[\\pP\\pS]{2,}``).
+    Fills ``out`` (as long as ``data``) and ``out_offsets`` (n + 1); returns False at invalid UTF-8."""
+    n = len(offsets) - 1
+    o = 0
+    out_offsets[0] = 0
+    for r in range(n):
+        i = offsets[r]
+        end = offsets[r + 1]
+        while i < end:
+            cp, size = _char_at(data, i, end)
+            if size == 0:
+                return False
+            if cp != 10 and member[cp] != 0:
+                # a run of marked characters (a newline, now a space, is not one)
+                j = i + size
+                count = 1
+                while j < end:
+                    cp2, size2 = _char_at(data, j, end)
+                    if size2 == 0:
+                        return False
+                    if cp2 == 10 or member[cp2] == 0:
+                        break
+                    count += 1
+                    j += size2
+                if count >= 2:
+                    out[o] = 32
+                    o += 1
+                else:
+                    for k in range(i, j):
+                        out[o] = data[k]
+                        o += 1
+                i = j
+            else:
+                out[o] = 32 if cp == 10 else data[i]
+                for k in range(i + 1, i + size):
+                    out[o + k - i] = data[k]
+                o += size
+                i += size
+        out_offsets[r + 1] = o
+    return True
+
+
+@njit(cache=True, nogil=True)
+def isolate(data, offsets, table, out, out_offsets):
+    """Spaces around each Han character and each run of Hiragana or of Katakana (the isolation classes of
+    ``table``): RE2's ``replace_substring_regex`` of ``tokenize.ISOLATE`` with ``" \\1 "``. Fills ``out`` (at
+    least 5/3 of ``data`` plus 2 per string) and ``out_offsets``; returns False at invalid UTF-8."""
+    n = len(offsets) - 1
+    o = 0
+    out_offsets[0] = 0
+    for r in range(n):
+        i = offsets[r]
+        end = offsets[r + 1]
+        prev = 0
+        while i < end:
+            cls, size = _class_at(data, i, end, table)
+            if size == 0:
+                return False
+            iso = (cls >> _ISO_SHIFT) & 3
+            if iso != prev and (prev == 2 or prev == 3):
+                out[o] = 32  # the end of a kana run
+                o += 1
+            if iso == 1 or (iso != prev and (iso == 2 or iso == 3)):
+                out[o] = 32  # before a Han character, or the start of a kana run
+                o += 1
+            for k in range(i, i + size):
+                out[o] = data[k]
+                o += 1
+            if iso == 1:
+                out[o] = 32
+                o += 1
+            prev = iso
+            i += size
+        if prev == 2 or prev == 3:
+            out[o] = 32
+            o += 1
+        out_offsets[r + 1] = o
+    return True

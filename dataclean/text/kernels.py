@@ -612,6 +612,39 @@ def _class_table(patterns: tuple[str, ...]) -> np.ndarray:
     return table
 
 
+def collapse_punct(texts: pa.Array) -> pa.Array | None:
+    """langid's ``pc.replace_substring_regex(pc.replace_substring(texts, "\\n", " "), "[\\pP\\pS]{2,}", " ")`` of a
+    ``string`` array without nulls, in one pass; None when a string is not valid UTF-8."""
+    table = class_table((r"[\pP\pS]",))
+    offsets, data = string_buffers(texts)
+    out = np.empty(max(int(offsets[-1] - offsets[0]), 1), np.uint8)
+    out_offsets = np.empty(len(texts) + 1, np.int64)
+    if not _kernels().collapse_punct(data, offsets, table, out, out_offsets):
+        return None
+    return _strings(out, out_offsets)
+
+
+def isolate(texts: pa.Array) -> pa.Array | None:
+    """``pc.replace_substring_regex(texts, tokenize.ISOLATE, " \\1 ")`` of a ``string`` array without nulls: spaces
+    around each Han character and each Hiragana or Katakana run (the classes are disjoint, so the order of the
+    regex's alternatives does not matter); None when a string is not valid UTF-8."""
+    offsets, data = string_buffers(texts)
+    size = int(offsets[-1] - offsets[0])
+    out = np.empty(size * 5 // 3 + 2 * len(texts) + 1, np.uint8)  # (a Han or kana character has 3+ bytes)
+    out_offsets = np.empty(len(texts) + 1, np.int64)
+    if not _kernels().isolate(data, offsets, char_table(), out, out_offsets):
+        return None
+    return _strings(out, out_offsets)
+
+
+def _strings(data: np.ndarray, offsets: np.ndarray) -> pa.Array:
+    """A ``string`` array (``large_string`` past 2 GiB) over ``data`` cut at ``offsets`` (int64, n + 1)."""
+    n, total = len(offsets) - 1, int(offsets[-1])
+    if total < 2 ** 31:
+        return pa.StringArray.from_buffers(n, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data[:total]))
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data[:total]))
+
+
 def normalize(texts: pa.Array, form: str, remove_controls: bool, fix_spaces: bool, max_blank_lines: int):
     """The normalize stage's text and counts for a ``string`` array without nulls: (text, form changed (bool),
     controls removed, odd spaces and carriage returns, both int64 numpy arrays), as its regex chain computes
@@ -674,6 +707,7 @@ def warm_up() -> bool:
     count_runs(flat, np.array([32, 124], np.int64))
     count_han(texts)
     class_counts(texts, (r"\p{Lu}",))
+    isolate(collapse_punct(texts))
     mark_ready("text")  # (byte_sums: as the token estimate calls it, by dataclean.warm)
     return True
 
