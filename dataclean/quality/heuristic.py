@@ -86,6 +86,8 @@ SENTENCE_END = sentence_end_pattern(STOPS)
 PARAGRAPH_SENTENCES = 2
 #: Symbols: Unicode category S and the ASCII marks of markup, code, headers and URLs.
 SYMBOL = r"[\pS#*@_\\/&%{}\[\]]"
+#: The one-character classes counted in one kernel pass: symbols, capitals, digits.
+CLASS_PATTERNS = (SYMBOL, r"\p{Lu}", r"\p{Nd}")
 CJK_WORD = rf"^[{HAN}{HIRAGANA}{KATAKANA}]"
 KANA_WORD = rf"^[{HIRAGANA}{KATAKANA}]"
 #: Language codes given the Chinese constants.
@@ -364,7 +366,7 @@ class HeuristicScorer(Scorer):
                           n_lines)
 
         # -- symbols, against word characters; case, digits and sentences against characters and words -------
-        classes = kernels.class_counts(text, (SYMBOL, r"\p{Lu}", r"\p{Nd}")) if kernels.enabled() else None
+        classes = kernels.class_counts(text, CLASS_PATTERNS) if kernels.enabled() else None
         if classes is not None:  # (one pass over the text for the three counts)
             symbols, upper, digits = (classes[:, i].astype(np.float64) for i in range(3))
         else:

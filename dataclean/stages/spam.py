@@ -136,7 +136,7 @@ DEFAULT_ZH_CITIES = ["lists/zh-spam/cities.txt"]
 _SPACE_BY_HAN = rf"([{HAN}])[ \t\x{{3000}}\x{{a0}}]+|[ \t\x{{3000}}\x{{a0}}]+([{HAN}])"
 _ITEM_SEP = r"[\x{1f}_|｜,，、/;；:：·•【】()（）《》<>\"“”‘’!！?？。~…\-–—]+"
 _ITEM_SEP_OR_SPACE = _ITEM_SEP[:-2] + r" \t\x{3000}]+"
-#: The characters of ``_ITEM_SEP_OR_SPACE``, for the kernel that counts its runs (tests/test_seo_spam.py checks
+#: The characters of ``_ITEM_SEP_OR_SPACE``, for the kernel that counts its runs (tests/test_kernels.py checks
 #: that they are exactly what the pattern matches, over every code point).
 ITEM_SEP_OR_SPACE_CHARS = np.array(sorted(map(ord, "\x1f_|｜,，、/;；:：·•【】()（）《》<>\"“”‘’!！?？。~…-–— \t\u3000")),
                                    np.int64)
@@ -162,9 +162,9 @@ def pair_counts(parent: np.ndarray, values: pa.Array, per_element: bool = False)
     each distinct (row, value) pair and its count, in no particular order (the callers' results do not depend
     on it), and with ``per_element`` also the count of each element's pair.
 
-    With the compiled kernels: one hash table in linear time (``kernels.pair_counts``); without: a dictionary
-    encoding and a sort of the (row, value) keys. The same pairs and counts either way
-    (``benchmarks/profile_spam.py --check``)."""
+    With the compiled kernels: a dictionary encoding, then one pass per row (``kernels.pair_counts``); without:
+    the encoding and a sort of the (row, value) keys. The same pairs and counts either way
+    (``benchmarks/profile_stages.py --stage seo_spam --check``)."""
     if len(values) == 0:
         z = np.zeros(0, np.int64)
         return (z, z, z) if per_element else (z, z)
