@@ -34,14 +34,11 @@ def _warm_callers() -> None:
 
     from dataclean import tokens
     from dataclean.dedup import keys, minhash
-    from dataclean.quality.heuristic import CLASS_PATTERNS
-    from dataclean.text import kernels
 
     texts = pa.array(["a b\n\nc", "中文 12 $"], pa.string())
     tokens.token_features(texts)
     tokens.estimate_tokens(texts)
     keys.xxh3_64_of(texts)
-    kernels.class_table(CLASS_PATTERNS)  # (quality_score's table: built with RE2 once per machine, 0.19 s)
     if minhash.kernels_enabled():
         minhash.mh_kernels().components(2, np.array([0], np.int64), np.array([1], np.int64))
 

@@ -86,7 +86,9 @@ SENTENCE_END = sentence_end_pattern(STOPS)
 PARAGRAPH_SENTENCES = 2
 #: Symbols: Unicode category S and the ASCII marks of markup, code, headers and URLs.
 SYMBOL = r"[\pS#*@_\\/&%{}\[\]]"
-#: The one-character classes counted in one kernel pass: symbols, capitals, digits.
+#: The one-character classes counted in one kernel pass: symbols, capitals, digits (the table of the three is
+#: built with RE2 on first use, 0.19 s once per machine, then cached on disk; dataclean.warm sits below this
+#: layer and does not build it).
 CLASS_PATTERNS = (SYMBOL, r"\p{Lu}", r"\p{Nd}")
 CJK_WORD = rf"^[{HAN}{HIRAGANA}{KATAKANA}]"
 KANA_WORD = rf"^[{HIRAGANA}{KATAKANA}]"
