@@ -170,7 +170,8 @@ def test_run_under_a_low_memory_limit_ends_with_one_line_and_resumes(tmp_path):
     ends the process itself, "cannot allocate memory for thread-local data", exit 127, when a new thread finds
     no memory: Python never gets a word in, so that outcome is tried again, up to three times.)"""
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "dataclean.cli", "run", SAMPLE, "-o", out, "--quiet"]
+    # (one worker: the pass-1 tasks and DuckDB both in the limited process; with a pool the driver does less)
+    cmd = [sys.executable, "-m", "dataclean.cli", "run", SAMPLE, "-o", out, "--quiet", "--workers", "1"]
     # (without the compiled kernels: numba's LLVM aborts the process when it cannot map memory, "LLVM ERROR:
     # Unable to allocate section memory", SIGABRT, and Python never gets a word in; seen in CI 3 times of 3)
     env = {**os.environ, "DATACLEAN_KERNELS": "0"}
