@@ -58,19 +58,23 @@ REDIRECT = {"from dataclean.text import ": "from _ref_tokenize import ",
             "from dataclean.stages.c4 import ": "from _ref_c4 import "}
 
 
+def module_at(ref: str, path: str, name: str, redirect: dict[str, str] | None = None) -> types.ModuleType:
+    """The module at ``path`` as it is at git revision ``ref``, imported as ``name`` (``redirect``: replacements
+    in its source, to make it import other reference copies)."""
+    src = subprocess.run(["git", "-C", REPO, "show", f"{ref}:{path}"], check=True, capture_output=True,
+                         text=True).stdout
+    for old, new in (redirect or {}).items():
+        src = src.replace(old, new)
+    mod = types.ModuleType(name)
+    mod.__file__ = f"<{ref}:{path}>"
+    sys.modules[name] = mod
+    exec(compile(src, mod.__file__, "exec"), mod.__dict__)
+    return mod
+
+
 def load_ref(ref: str) -> dict[str, type]:
     """The four stage classes as they are at git revision ``ref`` (stage kind -> class)."""
-    mods = {}
-    for path, name in MODULES:
-        src = subprocess.run(["git", "-C", REPO, "show", f"{ref}:{path}"], check=True, capture_output=True,
-                             text=True).stdout
-        for old, new in REDIRECT.items():
-            src = src.replace(old, new)
-        mod = types.ModuleType(name)
-        mod.__file__ = f"<{ref}:{path}>"
-        sys.modules[name] = mod
-        exec(compile(src, mod.__file__, "exec"), mod.__dict__)
-        mods[name] = mod
+    mods = {name: module_at(ref, path, name, REDIRECT) for path, name in MODULES}
     g, c, f = mods["_ref_gopher"], mods["_ref_c4"], mods["_ref_fineweb"]
     return {"gopher_repetition": g.GopherRepetition, "gopher_quality": g.GopherQuality, "c4": c.C4,
             "fineweb_quality": f.FineWebQuality}
@@ -96,9 +100,12 @@ def build(classes: dict[str, type], specs: list[dict]) -> list:
         spec = dict(spec)
         kind = spec.pop("stage")
         only, skip = spec.pop("only_sources", None), spec.pop("skip_sources", None) or ()
-        stage = classes[kind](**spec)
+        only_kinds, skip_kinds = spec.pop("only_kinds", None), spec.pop("skip_kinds", None) or ()
+        stage = classes[kind](**spec)  # (the scopes as dataclean.pipeline.build_stage sets them)
         stage.only_sources = list(only) if only is not None else None
         stage.skip_sources = list(skip)
+        stage.only_kinds = list(only_kinds) if only_kinds is not None else None
+        stage.skip_kinds = list(skip_kinds)
         stages.append(stage)
     return stages
 

@@ -28,19 +28,16 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 import types
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-CORPUS = os.path.normpath(os.path.join(REPO, "..", "shared", "corpus", "bench"))
+sys.path.insert(0, HERE)
 
+from profile_rules import load_batches, module_at, same  # noqa: E402  (the bench shards, git-show copies, bit checks)
 
 DEFAULT_REF = "8bef688"  # the last commit before the kernels of seo_spam, quality_score and langid
 #: stage -> (its module's path, the class to build)
@@ -55,13 +52,7 @@ def load_module(path: str, ref: str | None) -> types.ModuleType:
         import importlib
 
         return importlib.import_module(path[:-3].replace("/", "."))
-    src = subprocess.run(["git", "-C", REPO, "show", f"{ref}:{path}"], check=True, capture_output=True,
-                         text=True).stdout
-    mod = types.ModuleType("_ref_" + os.path.basename(path)[:-3])
-    mod.__file__ = f"<{ref}:{path}>"
-    sys.modules[mod.__name__] = mod
-    exec(compile(src, mod.__file__, "exec"), mod.__dict__)
-    return mod
+    return module_at(ref, path, "_ref_" + os.path.basename(path)[:-3])
 
 
 def computer(stage: str, ref: str | None):
@@ -87,35 +78,19 @@ def shard_list(spec: str) -> list[int]:
     return out
 
 
-def batches(shards: list[int], limit: int | None, rows: int = 4096) -> list[pa.RecordBatch]:
-    import pyarrow.compute as pc
-
-    out = []
-    for s in shards:
-        t = pq.read_table(os.path.join(CORPUS, f"part-{s:05d}.parquet"), columns=["text", "lang_hint"])
-        if limit:
-            t = t.slice(0, limit)
-        lang = pc.list_element(pc.split_pattern(t.column("lang_hint"), "-"), 0)
-        t = pa.table({"text": t.column("text"), "lang": lang}).combine_chunks()
-        out += t.to_batches(max_chunksize=rows)
-    return out
-
-
 def signals(compute, batch: pa.RecordBatch, kernels_on: bool) -> dict[str, pa.Array]:
     os.environ["DATACLEAN_KERNELS"] = "1" if kernels_on else "0"
     return compute(batch)
 
 
-def same(a: pa.Array, b: pa.Array) -> int:
-    """-1 when ``a`` and ``b`` are bit-identical, else the first differing row."""
+def first_difference(a: pa.Array, b: pa.Array) -> int:
+    """The first row where ``a`` and ``b`` differ by :func:`profile_rules.same` (0 when their types or lengths
+    do), -1 when they are the same."""
+    if same(a, b):
+        return -1
     if a.type != b.type or len(a) != len(b):
         return 0
-    x = np.asarray(a.to_numpy(zero_copy_only=False))
-    y = np.asarray(b.to_numpy(zero_copy_only=False))
-    if x.dtype.kind == "f":
-        x, y = x.view(np.int64), y.view(np.int64)
-    diff = np.flatnonzero(x != y)
-    return int(diff[0]) if len(diff) else -1
+    return next(i for i in range(len(a)) if not same(a.slice(i, 1), b.slice(i, 1)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,19 +112,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     stage, ref = computer(args.stage, None), computer(args.stage, args.ref)
     sides = {"ref": (ref, True), "kernels": (stage, True), "fallback": (stage, False)}
-    data = batches(shard_list(args.shards), args.limit)
+    data = [b for part in shard_list(args.shards) for b in load_batches(part, limit=args.limit)]
     docs = sum(len(b) for b in data)
     signals(stage, data[0].slice(0, 64), True)  # load the kernels before timing
     if args.check:
         for i, text in enumerate(data):
             want = signals(ref, text, True)
             for side in ("kernels", "fallback"):
-                got = signals(*sides[side][:1], text, sides[side][1])
+                st, on = sides[side]
+                got = signals(st, text, on)
                 if list(got) != list(want):
                     print(f"batch {i}: {side}'s columns differ: {list(got)} vs {list(want)}")
                     return 1
                 for name in want:
-                    row = same(got[name], want[name])
+                    row = first_difference(got[name], want[name])
                     if row >= 0:
                         print(f"batch {i}, {name}, row {row}: {side} {got[name][row]} vs ref {want[name][row]}")
                         return 1
