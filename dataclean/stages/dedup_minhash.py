@@ -86,7 +86,7 @@ from dataclean.dedup.minhash import (
     task_threads,
 )
 from dataclean.io.fs import files_in
-from dataclean.io.writers import WORK_CODEC, atomic_write_table, write_json_atomic
+from dataclean.io.writers import WORK_CODEC, atomic_write_table, atomic_write_tables, write_json_atomic
 from dataclean.sql import sql_list
 from dataclean.stages.base import GlobalStage, RuleSpec, StageResult, with_columns
 from dataclean.text.kernels import fixed_binary_values
@@ -245,8 +245,7 @@ class MinHashDedup(GlobalStage):
         removed, clusters = self._verify_components(ctx, keys, comp, a, b, comp[u])
         if removed:
             con.execute("INSERT INTO removals SELECT * FROM read_parquet(" + sql_list(removed) + ")")
-        clusters = [pq.read_table(f) for f in clusters]
-        self._write_clusters(ctx, pa.concat_tables(clusters) if clusters else None)
+        self._write_clusters(ctx, clusters)
         shutil.rmtree(ctx.lay.p("_work", "global", f"nodes-{self.name}"), ignore_errors=True)
 
     def _verify_components(self, ctx, keys: np.ndarray, comp: np.ndarray, a: np.ndarray, b: np.ndarray,
@@ -513,20 +512,26 @@ class MinHashDedup(GlobalStage):
         con.execute("INSERT INTO removals SELECT * FROM mh_removed")
         con.unregister("mh_removed")
 
-    def _write_clusters(self, ctx, clusters: pa.Table | None) -> None:
+    def _write_clusters(self, ctx, files: list[str]) -> None:
+        """``clusters.parquet`` (every member of every cluster, by cluster, its representative first, then by id)
+        and ``cluster_sizes.parquet`` from the verification tasks' cluster files. DuckDB sorts them under the
+        global step's memory limit (spilling beyond it) and the rows are written as they come: sorted in Arrow,
+        the 1.6M members of a 3.1M-document run took the driver from 680 to 1,180 MiB."""
         folder = ctx.lay.dedup
-        if clusters is None:
-            clusters = pa.table({"cluster": pa.array([], pa.string()), "id": pa.array([], pa.string()),
-                                 "is_representative": pa.array([], pa.bool_()),
-                                 "similarity": pa.array([], pa.float64()), "cluster_size": pa.array([], pa.int64()),
-                                 "source": pa.array([], pa.string()), "lang": pa.array([], pa.string()),
-                                 "n_chars": pa.array([], pa.int64())})
-        clusters = clusters.sort_by([("cluster", "ascending"), ("is_representative", "descending"),
-                                     ("id", "ascending")])
-        atomic_write_table(clusters, os.path.join(folder, "clusters.parquet"))
-        reps = clusters.filter(pc.field("is_representative"))
-        sizes = reps.group_by("cluster_size").aggregate([("cluster", "count")]).rename_columns(
-            ["cluster_size", "clusters"]).sort_by("cluster_size")
+        rows = f"read_parquet({sql_list(files)})" if files else None
+        path = os.path.join(folder, "clusters.parquet")
+        if rows is None:
+            atomic_write_table(CLUSTERS_SCHEMA.empty_table(), path)
+        else:
+            reader = ctx.con.sql(f"SELECT {', '.join(CLUSTERS_SCHEMA.names)} FROM {rows} "
+                                 "ORDER BY cluster, is_representative DESC, id").to_arrow_reader(65536)
+            # (row groups of 8,192 rows, as atomic_write_table writes: the bytes of the rows alone)
+            atomic_write_tables((pa.Table.from_batches([b]) for b in reader), CLUSTERS_SCHEMA, path, 8192)
+        sizes = pa.table({"cluster_size": pa.array([], pa.int64()), "clusters": pa.array([], pa.int64())})
+        if rows is not None:
+            sizes = ctx.con.sql(f"SELECT cluster_size, count(*) AS clusters FROM {rows} WHERE is_representative "
+                                "GROUP BY cluster_size ORDER BY cluster_size").to_arrow_table()
+        sizes = sizes.cast(pa.schema([("cluster_size", pa.int64()), ("clusters", pa.int64())]))
         sizes = sizes.append_column("documents", pc.multiply(sizes.column("cluster_size"), sizes.column("clusters")))
         atomic_write_table(sizes, os.path.join(folder, "cluster_sizes.parquet"))
 
@@ -552,6 +557,12 @@ class MinHashDedup(GlobalStage):
                                                               rows.column("doc_key").to_numpy())))
         return {BANDS_DIR: pa.table({"id": ids, "band": rows.column("band"), "h": rows.column("h")}),
                 SIGS_DIR: pa.table({"id": kept.column("id"), "sig": kept.column("minhash_sig")})}
+
+
+#: The columns of ``dedup/clusters.parquet``.
+CLUSTERS_SCHEMA = pa.schema([("cluster", pa.string()), ("id", pa.string()), ("is_representative", pa.bool_()),
+                             ("similarity", pa.float64()), ("cluster_size", pa.int64()), ("source", pa.string()),
+                             ("lang", pa.string()), ("n_chars", pa.int64())])
 
 
 @dataclass(frozen=True)
