@@ -224,8 +224,11 @@ _SET_HELP = ("Change one config value: STAGE.PARAMETER=VALUE (a stage by its kin
                    "(repeatable; the benchmark is named by the file's stem; config section `decontaminate`).")
 @click.option("--mixture", help="Mixture recipe (YAML path, or a name under rules/mixtures/): sample the cleaned "
                                 "sources to a token budget (config key `mixture`).")
+@click.option("--memory-limit", "memory_limit", metavar="SIZE|auto",
+              help="Memory of the whole run (driver, workers, DuckDB), e.g. 4GB or 1.5GiB; default auto: 80% of the "
+                   "machine's (config key `memory_limit`). Workers that do not fit are not started.")
 def run(inputs, output, work_dir, config_path, sets, workers, executor, ray_address, fresh, quiet, text_column,
-        id_column, source_column, default_source, dedup_against, decontaminate, mixture) -> None:
+        id_column, source_column, default_source, dedup_against, decontaminate, mixture, memory_limit) -> None:
     """Clean INPUTS (files, folders or globs of .parquet/.jsonl[.gz|.zst], .warc[.gz], .wet.gz) into OUTPUT:
     data/ the kept documents, rejected/ a ledger row per removal, report.html the page to read first."""
     if executor == "local":
@@ -239,7 +242,7 @@ def run(inputs, output, work_dir, config_path, sets, workers, executor, ray_addr
     overrides = {k: v for k, v in {
         "input.columns.text": text_column, "input.columns.id": id_column,
         "input.columns.source": source_column, "input.default_source": default_source,
-        "mixture": mixture}.items() if v is not None}
+        "mixture": mixture, "memory_limit": memory_limit}.items() if v is not None}
     try:
         # (resolved here, not in the runner, so that a --set error is named as one: "--set KEY: ...")
         cfg = resolve_config(config_path, overrides, sets=sets)

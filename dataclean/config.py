@@ -16,6 +16,7 @@ import yaml
 
 from dataclean.pipeline import build_stage
 from dataclean.rulesfolder import ConfigError, rules_dir  # noqa: F401  (both are config's public names)
+from dataclean.sizes import parse_size
 
 #: libyaml's safe loader where PyYAML was built with it (its wheels are): the same documents, ~5x faster to parse
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -538,6 +539,14 @@ def validate(cfg: dict) -> None:
         _check_size(dotted, cfg[section][key], lo, hi, why)
     if not isinstance(cfg["input"]["columns"].get("text"), str):
         raise ConfigError("input.columns.text: must name the text column")
+    for dotted, value in (("memory_limit", cfg["memory_limit"]),
+                          ("global.duckdb_memory_limit", cfg["global"]["duckdb_memory_limit"]),
+                          ("global.task_memory_limit", cfg["global"]["task_memory_limit"])):
+        if value != "auto":
+            try:
+                parse_size(value, dotted)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
 
 
 #: Sizes a config may set, with bounds that keep one run's allocations and file counts sane: (lowest, highest,
@@ -567,6 +576,24 @@ def _check_size(key: str, value, lo: int, hi: int, why: str) -> None:
         return
     if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
         raise ConfigError(f"{key}: must be an integer from {lo:,} to {hi:,} ({why}), got {value!r}")
+
+
+#: The keys that bound memory, not what a run decides (the same output for any value): left out of
+#: :func:`decision_hash`, so that a run resumed with more memory (after running out) is the same run.
+MEMORY_KEYS = ("memory_limit", "global.duckdb_memory_limit", "global.task_memory_limit")
+
+
+def decision_hash(cfg: dict) -> str:
+    """:func:`config_hash` of ``cfg`` without its :data:`MEMORY_KEYS`: what a run's fingerprint hashes."""
+    out = dict(cfg)
+    for dotted in MEMORY_KEYS:
+        *sections, key = dotted.split(".")
+        node = out
+        for name in sections:
+            node[name] = dict(node[name])
+            node = node[name]
+        node.pop(key, None)
+    return config_hash(out)
 
 
 def config_hash(cfg: dict) -> str:

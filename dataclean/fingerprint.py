@@ -8,7 +8,7 @@ import hashlib
 import json
 import os
 
-from dataclean.config import config_hash, rules_dir
+from dataclean.config import decision_hash, rules_dir
 from dataclean.io import fs as iofs
 
 
@@ -64,7 +64,7 @@ def fingerprint(cfg: dict, inputs: list[str]) -> str:
     from dataclean.stages import plugin_digest
     from dataclean.version import __version__
 
-    blob = {"config": config_hash(cfg), "rules": rules_digest(), "models": model_files_digest(cfg),
+    blob = {"config": decision_hash(cfg), "rules": rules_digest(), "models": model_files_digest(cfg),
             "version": __version__, "format": layout.FILE_FORMAT, "inputs": files}
     plugins = plugin_digest(cfg)
     if plugins:  # (only then: the fingerprint of a run without plug-ins is what it was)

@@ -39,7 +39,7 @@ def test_sections_read_a_users_values():
         (100_000, 3, 3 << 20, 8192)
     assert (out.rejected_text, out.report) == (True, False)
     assert (g.partitions, g.temp_directory, g.duckdb_memory_limit, g.duckdb_threads, g.task_memory_limit) == \
-        (4, "/tmp/spill", "2GB", 2, "1GB")
+        (4, "/tmp/spill", "auto", 2, "auto")
 
 
 def test_with_partitions_leaves_the_given_config_alone():

@@ -30,10 +30,11 @@ from dataclean.audit.tables import connect, ident, kept_records_filter, view_col
 from dataclean.io.writers import atomic_write_table, write_json_atomic
 
 
-def write_stats(out: str, stage_order: list[str], pass1: list[dict], rewrites: dict[str, str] | None = None) -> dict:
+def write_stats(out: str, stage_order: list[str], pass1: list[dict], rewrites: dict[str, str] | None = None,
+                memory_limit: str | None = None) -> dict:
     """Write ``stats/`` (see the module docstring) and return the summary. ``rewrites``: signal column ->
-    the stage that counts its rewrites in it."""
-    con = connect(out)
+    the stage that counts its rewrites in it; ``memory_limit``: DuckDB's."""
+    con = connect(out, memory_limit=memory_limit)
     kept_columns = dict(view_columns(con, "kept"))
     rewrite_rows = {k: [] for k in ("stage", "signal", "source", "docs", "total")}
     for col, stage in (rewrites or {}).items():

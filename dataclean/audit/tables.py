@@ -95,12 +95,16 @@ def register_views(con: duckdb.DuckDBPyConnection, out: str, views=("kept", "rem
 
 
 def connect(out: str, read_only: bool = False, views=("kept", "removed"),
-            errors: dict | None = None, extra: dict[str, str] | None = None) -> duckdb.DuckDBPyConnection:
+            errors: dict | None = None, extra: dict[str, str] | None = None,
+            memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with ``views`` of ``out`` (:data:`VIEWS` for all of them), and the
     ``extra`` views (name -> one Parquet file: an export's ``export_docs``); ``read_only``: see the module
-    docstring; ``errors``: see :func:`register_views`."""
+    docstring; ``errors``: see :func:`register_views`; ``memory_limit``: DuckDB's (default: its own, 80% of
+    the machine's memory)."""
     con = duckdb.connect(":memory:")
     con.execute("SET enable_progress_bar = false")  # (on by itself where __main__ has no file: a notebook)
+    if memory_limit is not None:
+        con.execute(f"SET memory_limit = {sql_string(memory_limit)}")
     made = register_views(con, out, views, errors)
     for name, path in (extra or {}).items():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({sql_string(path)})")

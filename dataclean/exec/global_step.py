@@ -1,7 +1,8 @@
 """The global step: decisions that need the whole corpus, out-of-core in DuckDB.
 
 It reads only the narrow columns it needs from the pass-1 survivor files (DuckDB projects Parquet columns),
-works under ``global.duckdb_memory_limit`` and spills to ``global.temp_directory``. Its only product for
+works under a share of the run's memory budget (:mod:`dataclean.exec.memory`; or ``global.duckdb_memory_limit``
+when set) and spills to ``global.temp_directory``. Its only product for
 pass 2 is one removal list sorted by ``doc_key`` (so each pass-2 task reads just its own row groups).
 
 Before any stage's global decision, ids are made unique: when two records share an id, the one that comes
@@ -22,8 +23,9 @@ from typing import Callable
 import duckdb
 import pyarrow.parquet as pq
 
-from dataclean.exec import aggregate, shuffle
+from dataclean.exec import aggregate, memory, shuffle
 from dataclean.exec.base import Executor
+from dataclean.exec.memory import MemoryPlan
 from dataclean.failpoints import failpoint
 from dataclean.io.writers import tmp_name, write_json_atomic
 from dataclean.layout import Layout
@@ -68,11 +70,19 @@ class GlobalContext:
         return self.executor.map(fn, specs) if self.executor is not None else [fn(spec) for spec in specs]
 
 
-def connect(cfg: dict, lay: Layout) -> duckdb.DuckDBPyConnection:
+def connect(cfg: dict, lay: Layout, memory_limit: str) -> duckdb.DuckDBPyConnection:
     g = GlobalSection.of(cfg)
     tmp = g.temp_directory or os.path.join(lay.work, "duckdb_tmp")
     os.makedirs(tmp, exist_ok=True)
-    return shuffle.duckdb_connection(g.duckdb_memory_limit, g.duckdb_threads, tmp)
+    return shuffle.duckdb_connection(memory_limit, g.duckdb_threads, tmp)
+
+
+def memory_plan(cfg: dict, executor: Executor | None, mem: MemoryPlan | None) -> MemoryPlan:
+    """``mem``, or the plan of ``cfg``'s budget for ``executor``'s workers."""
+    if mem is not None:
+        return mem
+    workers = max(1, int(executor.workers)) if executor is not None else 1
+    return memory.plan(cfg, workers, local=getattr(executor, "name", "local") == "local")
 
 
 def shuffle_kinds(pipeline) -> dict[str, tuple[str, object]]:
@@ -85,7 +95,7 @@ def shuffle_kinds(pipeline) -> dict[str, tuple[str, object]]:
 
 
 def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: list[int], executor: Executor | None,
-                     on_done=None) -> list[dict]:
+                     on_done=None, mem: MemoryPlan | None = None) -> list[dict]:
     """Reduce every partition of every kind whose marker is missing, through ``executor``, in as many tasks as
     :meth:`~dataclean.exec.base.Executor.reduce_tasks` says (in this process: one). One result per partition
     and kind."""
@@ -102,7 +112,8 @@ def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: 
         return []
     n = 1 if executor is None else executor.reduce_tasks(len(jobs))
     shuffle.clear_spill_folders(lay.root, g.temp_directory)  # (a killed run's)
-    specs = [shuffle.ReduceSpec(tuple(jobs[i::n]), lay.root, tuple(tasks), g.task_memory_limit, fingerprint,
+    limit = memory_plan(cfg, executor, mem).task  # (each worker runs one reduce task at a time)
+    specs = [shuffle.ReduceSpec(tuple(jobs[i::n]), lay.root, tuple(tasks), limit, fingerprint,
                                 g.temp_directory) for i in range(n)]
     if executor is None:
         done = [shuffle.reduce_task(spec) for spec in specs]
@@ -112,14 +123,15 @@ def run_reduce_tasks(lay: Layout, cfg: dict, pipeline, fingerprint: str, tasks: 
 
 
 def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerprint: str,
-                tasks: list[int], executor=None) -> dict:
+                tasks: list[int], executor=None, mem: MemoryPlan | None = None) -> dict:
     """The whole global step: reduce tasks (through ``executor``), then the driver's decisions (which run their
     map and verification tasks through it too), then the removal list."""
     started = time.time()
     kinds = shuffle_kinds(pipeline)
+    mem = memory_plan(cfg, executor, mem)
     if doc_files:
-        run_reduce_tasks(lay, cfg, pipeline, fingerprint, tasks, executor)
-    con = connect(cfg, lay)
+        run_reduce_tasks(lay, cfg, pipeline, fingerprint, tasks, executor, mem=mem)
+    con = connect(cfg, lay, mem.driver)  # (what the tree holds now, the reduce tasks' memory given back)
     os.makedirs(os.path.dirname(lay.removals), exist_ok=True)
     con.execute("CREATE TABLE removals (doc_key BIGINT, stage VARCHAR, rule VARCHAR, reason VARCHAR, "
                 "value DOUBLE, threshold DOUBLE, detail VARCHAR, dup_of VARCHAR)")

@@ -22,6 +22,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Sequence
 
 from dataclean.exec.errors import RunError
+from dataclean.exec.memory import give_back
 
 PRELOAD = "dataclean.exec.preload"
 DRIVER_ENV = "DATACLEAN_FORK_SERVER_DRIVER"  # the driver's pid, for its fork server only (see _ensure_server)
@@ -171,6 +172,12 @@ def _stop_fork_server(timeout: float = 0.25) -> None:
                 pass
 
 
+def stop_prestarted() -> None:
+    """Stop a fork server :func:`prestart` started for a pool that will not be made after all (a memory budget
+    that fits one worker: it runs in the driver's process)."""
+    _stop_fork_server()
+
+
 # ------------------------------------------------------------------ dying with the driver
 
 _SERVER_PID: int | None = None  # in the fork server and the workers it forks: the fork server's pid
@@ -247,7 +254,10 @@ def _run_task(fn: Callable, token: int, spec):
             conn.send_bytes(_STARTED.pack(token, os.getpid()))
         except OSError:
             pass
-    return fn(spec)
+    try:
+        return fn(spec)
+    finally:
+        give_back()  # what the task freed, before the worker idles or takes its next task
 
 
 def _cause(code: int | None) -> str:

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dataclean.config import ConfigError, config_hash, resolve_config, validate
+from dataclean.exec import memory
 from dataclean.exec.errors import RunError  # noqa: F401  (the runner's public error)
 from dataclean.exec.global_step import global_step
-from dataclean.exec.local import LocalExecutor, prestart
+from dataclean.exec.local import LocalExecutor, prestart, stop_prestarted
 from dataclean.exec.lock import LOCK_FILE, RunLock
 from dataclean.exec.shuffle import clear_candidates
 from dataclean.exec.tasks import (
@@ -369,6 +370,16 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
         cfg = with_dedup_against(cfg, [str(p) for p in dedup_against])
     if decontaminate:
         cfg = with_benchmarks(cfg, [str(p) for p in decontaminate])
+    local = executor in (None, "local")
+    try:
+        mem = memory.plan(cfg, workers, local=local)
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
+    for note in mem.notes:
+        _say(f"note: {note}")
+    if local and workers > 1 and mem.workers == 1:
+        stop_prestarted()  # (one worker runs in this process)
+    workers = mem.workers
     publish = None
     if iofs.is_uri(str(output)):
         publish, output = str(output).rstrip("/"), work_dir or default_work_dir(str(output))
@@ -402,7 +413,7 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
     _check_output_folder(output, files)
     with RunLock(output):  # one run per output folder, until this one returns or dies
         summary = _run_locked(cfg, files, output, publish, fp, fresh, started, quiet, executor, workers,
-                              ray_address, html_rows)
+                              ray_address, html_rows, mem)
     # (after the run's own failures: each is an input that was not read, `error: cannot read ...`, exit 1)
     summary.failed_inputs += [{"input": line.rsplit(": ", 1)[0], "error": line} for line in unlisted]
     return summary
@@ -410,7 +421,7 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
 
 def _run_locked(cfg: dict, files: list[str], output: str, publish: str | None, fp: str, fresh: bool,
                 started: float, quiet: bool, executor, workers: int, ray_address: str | None,
-                html_rows: bool) -> RunSummary:
+                html_rows: bool, mem: memory.MemoryPlan | None = None) -> RunSummary:
     """The run, under its lock, as its phases: claim the folder, plan, pass 1, the global step, pass 2, finish."""
     lay = _claim(cfg, output, publish, fp, fresh)
     done = _finished_already(lay, cfg, files, fp, started)
@@ -421,7 +432,7 @@ def _run_locked(cfg: dict, files: list[str], output: str, publish: str | None, f
     owned = executor is None or isinstance(executor, str)
     ex = make_executor(executor or "local", workers, ray_address, import_main=_stages_in_main(pipe)) \
         if owned else executor
-    run = _Phases(lay, cfg, pipe, fp, output, publish, ex, _Progress(quiet))
+    run = _Phases(lay, cfg, pipe, fp, output, publish, ex, _Progress(quiet), mem)
     try:
         specs = run.plan(files)
         ok_tasks = run.pass1(specs)
@@ -536,6 +547,7 @@ class _Phases:
     publish: str | None
     ex: Executor
     progress: "_Progress"
+    mem: memory.MemoryPlan | None = None  # the budget (None: memory.plan of the config, for the executor's workers)
     p1: dict[int, dict] = field(default_factory=dict)  # pass-1 task -> its result
     file_tasks: list[tuple[int, ...]] = field(default_factory=list)  # input file -> its pass-1 tasks
     task_cfg: dict = field(default_factory=dict)
@@ -604,7 +616,8 @@ class _Phases:
             # the local workers stay for the global step's tasks and pass 2, with the kernels and imports their
             # tasks loaded (new ones made the first tasks of the global step and pass 2 ~0.1 s slower in all)
             with self.progress.phase("global", 1) as tick, write_errors(os.path.join(self.output, "_work", "global")):
-                global_step(self.lay, self.cfg, self.pipe, doc_files, self.fp, ok_tasks, executor=self.ex)
+                global_step(self.lay, self.cfg, self.pipe, doc_files, self.fp, ok_tasks, executor=self.ex,
+                            mem=self.mem)
                 tick()
         else:
             self.resumed += 1
@@ -640,7 +653,8 @@ class _Phases:
         stage_order = ["read"] + [s.name for s in pipe.stages if not s.is_global] + ["ids"] + \
             [s.name for s in pipe.global_stages]
         rewrites = {c: s.name for s in pipe.stages for c in s.rewrite_columns}
-        write_stats(output, stage_order, results, rewrites)
+        mem = self.mem or memory.plan(cfg, self.ex.workers, local=self.ex.name == "local")
+        write_stats(output, stage_order, results, rewrites, memory_limit=mem.driver)
         failpoint("stats-written")
         self.timings["stats"] = round(time.time() - t0, 3)
         self.timings["total"] = round(time.time() - started, 3)
