@@ -363,14 +363,16 @@ EN_VOCAB = ("river stone market window garden letter engine silver morning winte
             "village doctor orange bridge camera forest ticket yellow island planet summer kitchen rocket").split()
 ZH_VOCAB = "山水火木金土日月风雨天地人心手口目耳花草鱼鸟马牛羊米豆茶酒书画灯门车船桥路城村"
 EDIT_RATE = (0.003, 0.015)  # share of words (Han characters in Chinese text) replaced in a tile copy
+GENERATION_RATE = (0.30, 0.40)  # the words replaced in a new generation's original (make_tiles)
 
 
 def _seed(*parts) -> int:
     return int.from_bytes(hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest(), "little")
 
 
-def edit_few_words(text: str, rng: random.Random) -> str:
-    """Replace a few words (Han characters in Chinese text) at random positions: 0.3-1.5 % of them, at least 1.
+def edit_few_words(text: str, rng: random.Random, rate: tuple[float, float] = EDIT_RATE) -> str:
+    """Replace a few words (Han characters in Chinese text) at random positions: 0.3-1.5 % of them (``rate``),
+    at least 1.
 
     Positions are found by probing random character offsets (no full tokenization: O(changes) regex searches),
     so the cost stays small on megabyte-long documents."""
@@ -381,7 +383,7 @@ def edit_few_words(text: str, rng: random.Random) -> str:
     sample = min(n, 2000)
     chinese = han > 0.3 * sample
     approx_units = han * n / sample if chinese else max(1, n / 6)
-    k = max(1, round(approx_units * rng.uniform(*EDIT_RATE)))
+    k = max(1, round(approx_units * rng.uniform(*rate)))
     spans: dict[int, tuple[int, str]] = {}
     for _ in range(k):
         off = rng.randrange(n)
@@ -453,11 +455,16 @@ def _tile_chunk(job: tuple) -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    src, row_start, row_stop, copies, out_dir, tag, with_jaccard = job
+    src, row_start, row_stop, copies, out_dir, tag, with_jaccard, generation = job
     t = pq.read_table(src, columns=["id", "text", "source", "lang_hint", "origin"]).slice(row_start,
                                                                                          row_stop - row_start)
     ids = t.column("id").to_pylist()
     texts = t.column("text").to_pylist()
+    if generation:  # new originals: unrelated to the bench documents and to the other generations' as dedup sees them
+        texts = [edit_few_words(x, random.Random(_seed(i, "gen", generation)), GENERATION_RATE)
+                 for i, x in zip(ids, texts)]
+        ids = [f"{i}#gen{generation}" for i in ids]
+        t = t.set_column(0, "id", pa.array(ids, pa.string())).set_column(1, "text", pa.array(texts, pa.string()))
     import pyarrow.compute as pc
 
     files, jac_all, text_bytes = [], [], 0
@@ -480,25 +487,36 @@ def _tile_chunk(job: tuple) -> dict:
             "text_bytes": text_bytes}
 
 
-def make_tiles(corpus: str, n_docs: int, copies: int, out_dir: str, workers: int, with_jaccard: bool) -> dict:
-    """Tile the first ceil(n_docs / copies) bench documents, each with copies - 1 edited copies, into out_dir."""
+def make_tiles(corpus: str, n_docs: int, copies: int, out_dir: str, workers: int, with_jaccard: bool,
+               generations: bool = False) -> dict:
+    """Tile the first ceil(n_docs / copies) bench documents, each with copies - 1 edited copies, into out_dir.
+
+    ``generations``: when the bench corpus has fewer than ceil(n_docs / copies) documents, take it again as
+    generation 1, 2, ... of new originals (ids ``<id>#gen<g>``), each a bench document with 30-40% of its words
+    replaced (a word 5-gram survives with probability ~0.65^5, so a generation's document has a shingle Jaccard
+    of ~0.1 with its bench document and no MinHash candidate pair with it), so that families keep ``copies``
+    documents at any size: the dedup work per document stays that of the 1M tiling, as in a real corpus that
+    grows by more crawl, not by more copies of the same pages. Otherwise at most every bench document once."""
     import multiprocessing
 
     import pyarrow.parquet as pq
 
     shards = sorted(glob.glob(os.path.join(corpus, "*.parquet")))
     total = sum(pq.ParquetFile(s).metadata.num_rows for s in shards)
-    need = total if n_docs == FULL_TILE else min(total, math.ceil(n_docs / copies))
+    need = total if n_docs == FULL_TILE else math.ceil(n_docs / copies)
+    need = need if generations else min(total, need)
     jobs, left = [], need
-    for s in shards:
-        if left <= 0:
-            break
-        rows = pq.ParquetFile(s).metadata.num_rows
-        take = min(rows, left)
-        for lo in range(0, take, 12000):  # chunks of <= 12,000 originals bound the tiler's memory
-            hi = min(take, lo + 12000)
-            jobs.append((s, lo, hi, copies, out_dir, f"{os.path.basename(s).split('.')[0]}-{lo:06d}", with_jaccard))
-        left -= take
+    for generation in range(-(-need // total)):
+        for s in shards:
+            if left <= 0:
+                break
+            rows = pq.ParquetFile(s).metadata.num_rows
+            take = min(rows, left)
+            for lo in range(0, take, 12000):  # chunks of <= 12,000 originals bound the tiler's memory
+                hi = min(take, lo + 12000)
+                tag = f"g{generation:02d}-{os.path.basename(s).split('.')[0]}-{lo:06d}"
+                jobs.append((s, lo, hi, copies, out_dir, tag, with_jaccard, generation))
+            left -= take
     os.makedirs(out_dir, exist_ok=True)
     t0 = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
