@@ -44,7 +44,7 @@ GOALS = {"2GB": 2.2e9, "4GB": 4.4e9}  # the issue's bounds on the peak (bytes) f
 
 def tiles_for(tmp: str, size: int, copies: int, workers: int) -> tuple[str, dict]:
     folder = os.path.join(tmp, f"tiles-{size}-k{copies}")
-    info_path = os.path.join(folder, "tiles.json")
+    info_path = folder + ".json"  # (beside the tiles, not among them: dataclean would read it as an input)
     if os.path.isfile(info_path):
         with open(info_path, encoding="utf-8") as fh:
             return folder, json.load(fh)
