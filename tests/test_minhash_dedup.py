@@ -229,6 +229,21 @@ def test_verification_chunks_give_every_worker_two():
     assert list(_chunks(comp, chunk_size(len(comp), 10_000, 2))) == [(0, 0), (3, 5), (6, 6)]
 
 
+def test_verification_chunks_follow_the_memory_budget():
+    from types import SimpleNamespace
+
+    from dataclean.stages.dedup_minhash import MinHashDedup
+
+    def ctx(free):
+        return SimpleNamespace(task_memory_bytes=lambda: free)
+    auto, fixed = MinHashDedup(), MinHashDedup(chunk_nodes=2_500)
+    assert auto._chunk_nodes(ctx(800 << 20)) == 51_200  # 800 MiB at 16 KiB per candidate
+    assert auto._chunk_nodes(ctx(None)) == 10_000  # no budget known: the least
+    assert auto._chunk_nodes(ctx(10 << 20)) == 10_000 and auto._chunk_nodes(ctx(100 << 30)) == 200_000
+    assert auto._chunk_nodes(SimpleNamespace()) == 10_000
+    assert fixed._chunk_nodes(ctx(800 << 20)) == 2_500  # a given chunk_nodes wins
+
+
 def test_tasks_get_the_optimized_bands_from_the_driver():
     from dataclean.dedup.minhash import optimal_bands
 

@@ -52,6 +52,11 @@ class GlobalContext:
     #: Rebuilds a stage from its recipe entry in a task's process (a task spec carries it: the stages do not
     #: import the pipeline that builds them).
     build_stage: Callable[[dict], object] = build_stage
+    memory: MemoryPlan | None = None  # the run's budget: what a task of the stage may hold (task_memory_bytes)
+
+    def task_memory_bytes(self) -> int | None:
+        """What each of :attr:`workers` tasks about to run side by side may hold now (None: no budget)."""
+        return None if self.memory is None else self.memory.share(self.workers)
 
     @property
     def workers(self) -> int:
@@ -149,7 +154,7 @@ def global_step(lay: Layout, cfg: dict, pipeline, doc_files: list[str], fingerpr
             con.execute(f"CREATE VIEW cand_{i} AS SELECT * FROM "
                         f"read_parquet({sql_list(shuffle.candidates_files(lay, kind))})")  # (a list: a folder named run[1] is no glob)
             cand_views[kind] = f"cand_{i}"
-        ctx = GlobalContext(con, cfg, lay, needed, {}, tasks=list(tasks), executor=executor)
+        ctx = GlobalContext(con, cfg, lay, needed, {}, tasks=list(tasks), executor=executor, memory=mem)
         con.execute(f"CREATE VIEW docs AS SELECT {cols} FROM read_parquet({sql_list(doc_files)})")
         con.execute(f"""
             INSERT INTO removals

@@ -130,16 +130,20 @@ class MemoryPlan:
     task_limit: str | None = None  # explicit global.task_memory_limit
     notes: tuple[str, ...] = ()
 
-    def duckdb_limit(self, parts: int = 1, explicit: str | None = None) -> str:
-        """The memory_limit of each of ``parts`` DuckDB connections about to run side by side (the driver's: 1;
-        the reduce tasks: one per worker): a share of the budget less what the process tree holds now."""
-        if explicit is not None:
-            return explicit
+    def share(self, parts: int = 1) -> int:
+        """Bytes for each of ``parts`` steps about to run side by side: :data:`DUCKDB_SHARE` of the budget less
+        what the process tree holds now."""
         held = tree_rss()
         if held is None:  # (no /proc: the planned bases)
             held = DRIVER + (POOL + self.workers * WORKER if self.workers > 1 else 0)
-        free = max(0, self.budget - held)
-        return mib(max(DUCKDB_MIN, int(free * DUCKDB_SHARE / max(1, parts))))
+        return int(max(0, self.budget - held) * DUCKDB_SHARE / max(1, parts))
+
+    def duckdb_limit(self, parts: int = 1, explicit: str | None = None) -> str:
+        """The memory_limit of each of ``parts`` DuckDB connections about to run side by side (the driver's: 1;
+        the reduce tasks: one per worker): :meth:`share`, at least :data:`DUCKDB_MIN`."""
+        if explicit is not None:
+            return explicit
+        return mib(max(DUCKDB_MIN, self.share(parts)))
 
     @property
     def driver(self) -> str:
