@@ -25,11 +25,17 @@ def test_sizes_are_read_as_duckdb_reads_them(text, size):
     assert memory.parse_size(text, "memory_limit") == size
 
 
-@pytest.mark.parametrize("bad", ["4XB", "", "GB", "-1GB", "0GB", True, 0, 2.5])
+@pytest.mark.parametrize("bad", ["4XB", "GB", "-1GB", "0GB", True, 0, 2.5])
 def test_a_bad_size_is_one_line_with_examples(bad):
     with pytest.raises(ValueError) as exc:
         memory.parse_size(bad, "memory_limit")
     assert str(exc.value) == f"memory_limit: expected a size such as 4GB, 1.5GiB or 512MB (or auto), got {bad!r}"
+
+
+def test_a_size_without_a_unit_is_refused_not_guessed():
+    with pytest.raises(ValueError) as exc:
+        memory.parse_size("2", "memory_limit")
+    assert str(exc.value) == "memory_limit: '2' has no unit: write 2GB, 2MB or 2GiB"
 
 
 def test_a_bad_size_in_the_config_names_its_key():
