@@ -661,7 +661,7 @@ class _Phases:
         write_manifest(lay, cfg, self.fp, results, self.timings, workers=self.ex.workers, executor=self.ex.name)
         report = verify(output, full=False)  # the shards were just written and fsynced: their footers are enough
         if OutputSection.of(cfg).report:
-            _write_report(output)
+            _write_report(output, mem.driver)
         if publish and report.ok:
             for name in PUBLISHED:
                 path = lay.p(name)
@@ -698,14 +698,14 @@ def _stages_in_main(pipe) -> bool:
     return any(type(stage).__module__ in ("__main__", "__mp_main__") for stage in pipe.stages)
 
 
-def _write_report(output: str) -> None:
+def _write_report(output: str, memory_limit: str | None = None) -> None:
     """report.html, before the final marker (a run killed before it writes it on the rerun). A report that
     cannot be made is a warning: the cleaned data, ledger and stats are complete without it (also when a
     package the report draws with is missing: ``dataclean report OUT`` makes it once it is installed)."""
     from dataclean.report import ReportError, write_report
 
     try:
-        write_report(output)
+        write_report(output, memory_limit=memory_limit)
     except ReportError as exc:
         _say(f"warning: no report.html: {exc}")
     except ImportError as exc:  # (a broken install: a module the report imports when it is drawn)

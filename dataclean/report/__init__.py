@@ -63,7 +63,7 @@ def check_finished(output_dir: str) -> None:
                       "then `dataclean report`")
 
 
-def render_report(output_dir: str) -> str:
+def render_report(output_dir: str, memory_limit: str | None = None) -> str:
     """The report of the run in ``output_dir`` as an HTML string."""
     from dataclean.report import sections as S
 
@@ -72,7 +72,7 @@ def render_report(output_dir: str) -> str:
         raise ReportError(f"{output_dir}: no stats/summary.json; is this the output folder of a finished "
                           "dataclean run?")
     manifest = read_json(os.path.join(output_dir, "manifest.json"))
-    tables = RunTables(output_dir)
+    tables = RunTables(output_dir, memory_limit)
     try:
         run = S.Run(output_dir, tables, manifest, summary)
         funnel = [r for r in (S.rows(S.read_parquet(run.path("stats", "funnel.parquet"))))
@@ -117,10 +117,10 @@ def render_report(output_dir: str) -> str:
     return page(title, subtitle, [(a, t) for a, t, _ in parts], "".join(h for _, _, h in parts), footer)
 
 
-def write_report(output_dir: str, path: str | None = None) -> str:
+def write_report(output_dir: str, path: str | None = None, memory_limit: str | None = None) -> str:
     """Write the report of the run in ``output_dir`` to ``path`` (default ``output_dir/report.html``)
-    atomically, and return the path."""
+    atomically, and return the path. ``memory_limit``: its DuckDB's (a run's share of its budget)."""
     path = path or os.path.join(output_dir, "report.html")
-    html = render_report(output_dir)
+    html = render_report(output_dir, memory_limit)
     write_text_atomic(html, os.path.abspath(path))
     return path

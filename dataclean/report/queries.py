@@ -51,9 +51,9 @@ def sql_str(value: str) -> str:
 class RunTables:
     """DuckDB views ``kept`` and ``removed`` over one output folder, plus the column names of each."""
 
-    def __init__(self, out: str):
+    def __init__(self, out: str, memory_limit: str | None = None):
         self.out = out
-        self.con: duckdb.DuckDBPyConnection = connect(out)
+        self.con: duckdb.DuckDBPyConnection = connect(out, memory_limit=memory_limit)
         self.kept_cols = {r[0]: r[1] for r in self.con.sql("DESCRIBE kept").fetchall()}
         self.removed_cols = {r[0]: r[1] for r in self.con.sql("DESCRIBE removed").fetchall()}
         self.kept_filter = kept_records_filter(self.kept_cols)  # a mixture's copies are not extra documents
