@@ -539,9 +539,10 @@ def validate(cfg: dict) -> None:
         _check_size(dotted, cfg[section][key], lo, hi, why)
     if not isinstance(cfg["input"]["columns"].get("text"), str):
         raise ConfigError("input.columns.text: must name the text column")
-    for dotted, value in (("memory_limit", cfg["memory_limit"]),
-                          ("global.duckdb_memory_limit", cfg["global"]["duckdb_memory_limit"]),
-                          ("global.task_memory_limit", cfg["global"]["task_memory_limit"])):
+    for dotted in MEMORY_KEYS:
+        value = cfg
+        for part in dotted.split("."):
+            value = value[part]
         if value != "auto":
             try:
                 parse_size(value, dotted)

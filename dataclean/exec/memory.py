@@ -48,6 +48,8 @@ def give_back() -> None:
     _malloc_trim()
 
 
+# ------------------------------------------------------------------ the machine and the process tree
+
 def usable_memory() -> int:
     """The memory this process may use: the machine's (``MemTotal``), or its cgroup's limit when lower."""
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
@@ -61,8 +63,6 @@ def usable_memory() -> int:
             total = int(text)
     return total or 8 << 30
 
-
-# ------------------------------------------------------------------ the machine and the process tree
 
 def _children(pid: int) -> list[int]:
     kids: list[int] = []

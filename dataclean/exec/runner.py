@@ -421,7 +421,7 @@ def run(inputs, output: str, config=None, workers: int = 1, fresh: bool = False,
 
 def _run_locked(cfg: dict, files: list[str], output: str, publish: str | None, fp: str, fresh: bool,
                 started: float, quiet: bool, executor, workers: int, ray_address: str | None,
-                html_rows: bool, mem: memory.MemoryPlan | None = None) -> RunSummary:
+                html_rows: bool, mem: memory.MemoryPlan) -> RunSummary:
     """The run, under its lock, as its phases: claim the folder, plan, pass 1, the global step, pass 2, finish."""
     lay = _claim(cfg, output, publish, fp, fresh)
     done = _finished_already(lay, cfg, files, fp, started)
@@ -547,7 +547,7 @@ class _Phases:
     publish: str | None
     ex: Executor
     progress: "_Progress"
-    mem: memory.MemoryPlan | None = None  # the budget (None: memory.plan of the config, for the executor's workers)
+    mem: memory.MemoryPlan  # the run's memory budget
     p1: dict[int, dict] = field(default_factory=dict)  # pass-1 task -> its result
     file_tasks: list[tuple[int, ...]] = field(default_factory=list)  # input file -> its pass-1 tasks
     task_cfg: dict = field(default_factory=dict)
@@ -653,15 +653,14 @@ class _Phases:
         stage_order = ["read"] + [s.name for s in pipe.stages if not s.is_global] + ["ids"] + \
             [s.name for s in pipe.global_stages]
         rewrites = {c: s.name for s in pipe.stages for c in s.rewrite_columns}
-        mem = self.mem or memory.plan(cfg, self.ex.workers, local=self.ex.name == "local")
-        write_stats(output, stage_order, results, rewrites, memory_limit=mem.driver)
+        write_stats(output, stage_order, results, rewrites, memory_limit=self.mem.driver)
         failpoint("stats-written")
         self.timings["stats"] = round(time.time() - t0, 3)
         self.timings["total"] = round(time.time() - started, 3)
         write_manifest(lay, cfg, self.fp, results, self.timings, workers=self.ex.workers, executor=self.ex.name)
         report = verify(output, full=False)  # the shards were just written and fsynced: their footers are enough
         if OutputSection.of(cfg).report:
-            _write_report(output, mem.driver)
+            _write_report(output, self.mem.driver)
         if publish and report.ok:
             for name in PUBLISHED:
                 path = lay.p(name)

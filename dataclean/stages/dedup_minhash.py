@@ -530,20 +530,19 @@ class MinHashDedup(GlobalStage):
         global step's memory limit (spilling beyond it) and the rows are written as they come: sorted in Arrow,
         the 1.6M members of a 3.1M-document run took the driver from 680 to 1,180 MiB."""
         folder = ctx.lay.dedup
-        rows = f"read_parquet({sql_list(files)})" if files else None
         path = os.path.join(folder, "clusters.parquet")
-        if rows is None:
+        sizes_schema = pa.schema([("cluster_size", pa.int64()), ("clusters", pa.int64())])
+        if not files:
             atomic_write_table(CLUSTERS_SCHEMA.empty_table(), path)
+            sizes = sizes_schema.empty_table()
         else:
+            rows = f"read_parquet({sql_list(files)})"
             reader = ctx.con.sql(f"SELECT {', '.join(CLUSTERS_SCHEMA.names)} FROM {rows} "
                                  "ORDER BY cluster, is_representative DESC, id").to_arrow_reader(65536)
             # (row groups of 8,192 rows, as atomic_write_table writes: the bytes of the rows alone)
             atomic_write_tables((pa.Table.from_batches([b]) for b in reader), CLUSTERS_SCHEMA, path, 8192)
-        sizes = pa.table({"cluster_size": pa.array([], pa.int64()), "clusters": pa.array([], pa.int64())})
-        if rows is not None:
             sizes = ctx.con.sql(f"SELECT cluster_size, count(*) AS clusters FROM {rows} WHERE is_representative "
-                                "GROUP BY cluster_size ORDER BY cluster_size").to_arrow_table()
-        sizes = sizes.cast(pa.schema([("cluster_size", pa.int64()), ("clusters", pa.int64())]))
+                                "GROUP BY cluster_size ORDER BY cluster_size").to_arrow_table().cast(sizes_schema)
         sizes = sizes.append_column("documents", pc.multiply(sizes.column("cluster_size"), sizes.column("clusters")))
         atomic_write_table(sizes, os.path.join(folder, "cluster_sizes.parquet"))
 
