@@ -188,3 +188,34 @@ def test_arbitrary_unicode_never_crashes_and_signals_stay_in_range(texts):
             assert 0.0 <= row[name] <= 1.0
         assert 0 <= row["garbled_mojibake_chars"] <= len(text)
         assert 0 <= row["garbled_mixed_script_words"]
+
+
+def test_character_class_is_built_from_runs_of_code_points():
+    from dataclean.stages.garbled import _class
+
+    assert _class([0x43, 0x41, 0x42, 0x45, 0x41], "re2") == r"[\x{41}-\x{43}\x{45}]"
+    assert _class(range(0x4E00, 0x4E03), "py") == r"[\U00004e00-\U00004e02]"
+    assert _class([0x3000], "re2") == r"[\x{3000}]"
+
+
+def test_codec_table_from_disk_equals_a_fresh_build(tmp_path, monkeypatch):
+    """The tables are read from the cache on disk after the first build: the same sets and patterns."""
+    import numpy as np
+
+    from dataclean.stages import garbled
+    from dataclean.text import kernels
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernels, "_state", {})
+    built = garbled._Tables()
+    files = [p.name for p in tmp_path.iterdir()]
+    assert len(files) == 1 and files[0].startswith("garbledtable-v1-")
+    monkeypatch.setattr(kernels, "_state", {})
+    loaded = garbled._Tables()
+    assert np.array_equal(kernels.cached_table("garbled", files[0], lambda: None), garbled._codec_table())
+    assert loaded.rare_re2 == built.rare_re2 and loaded.common_han == built.common_han
+    assert loaded.gbk_span_py.pattern == built.gbk_span_py.pattern
+    # a few members, by hand: 的 is common GB2312 Han, 䶵 (CJK extension A) is rare, 锟 is in GBK
+    assert "的" in built.common_han and "䶵" not in built.common_han
+    assert built.rare_py.search("䶵") and not built.rare_py.search("的")
+    assert "锟" in built.gbk and "é" not in built.gbk

@@ -87,16 +87,18 @@ accepted, like in every rule stage, to override any threshold per language).
 """
 from __future__ import annotations
 
-import itertools
+import hashlib
 import re
+import sys
 import unicodedata
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, batch_text, with_columns
+from dataclean.text import kernels
 from dataclean.text.tokenize import HAN, words_batch
 
 REPLACEMENT_RE2 = r"\x{fffd}"
@@ -142,14 +144,15 @@ _GBK_PUA = (0xE000, 0xE865)  # GB18030 maps its user-defined byte areas here
 
 def _class(codepoints, flavor: str) -> str:
     """A regex character class of ``codepoints`` as ranges, for RE2 (``\\x{..}``) or Python (``\\U..``)."""
-    cps = sorted(set(codepoints))
-    parts = []
-    for _, grp in itertools.groupby(enumerate(cps), lambda iv: iv[1] - iv[0]):
-        grp = list(grp)
-        lo, hi = grp[0][1], grp[-1][1]
-        fmt = (lambda c: f"\\x{{{c:x}}}") if flavor == "re2" else (lambda c: f"\\U{c:08x}")
-        parts.append(fmt(lo) if lo == hi else f"{fmt(lo)}-{fmt(hi)}")
-    return "[" + "".join(parts) + "]"
+    cps = np.unique(np.fromiter(codepoints, np.int64) if not isinstance(codepoints, np.ndarray) else codepoints)
+    if len(cps) == 0:
+        return "[]"
+    breaks = np.flatnonzero(np.diff(cps) != 1) + 1
+    lows = cps[np.concatenate(([0], breaks))].tolist()
+    highs = cps[np.concatenate((breaks - 1, [len(cps) - 1]))].tolist()
+    fmt = "\\x{{{:x}}}" if flavor == "re2" else "\\U{:08x}"
+    return "[" + "".join(fmt.format(lo) if lo == hi else f"{fmt.format(lo)}-{fmt.format(hi)}"
+                         for lo, hi in zip(lows, highs)) + "]"
 
 
 def _decodable(codec: str, leads, trails) -> set[str]:
@@ -171,8 +174,36 @@ def _han_ranges() -> list[tuple[int, int]]:
     return out
 
 
+_HAN_KEY = hashlib.sha1(HAN.encode()).hexdigest()[:12]  # (the table's file name changes with HAN)
+#: Bits of the per-code-point table behind :class:`_Tables` (cached on disk: it takes ~0.4 s of decoding).
+_GBK, _COMMON_HAN, _RARE = 1, 2, 4
+
+
+def _codec_table() -> np.ndarray:
+    """Per code point: in the GBK repertoire (the 2-byte GB18030 codes, above U+00FF); a common Han character
+    (GB2312, all of it; Big5 level 1; JIS X 0208 level 1: real Chinese and Japanese text is >99% made of these);
+    a rare one (any other Han character, and the private-use area GB18030 maps its user-defined bytes to)."""
+    gbk_trails = list(range(0x40, 0x7F)) + list(range(0x80, 0xFF))
+    table = np.zeros(0x110000, np.uint8)
+    gbk = [ord(c) for c in _decodable("gb18030", range(0x81, 0xFF), gbk_trails) if ord(c) >= 0x100]
+    table[np.array(gbk, np.int64)] |= _GBK
+    is_han = np.zeros(0x110000, bool)
+    for lo, hi in _han_ranges():
+        is_han[lo:hi + 1] = True
+    common = _decodable("gb2312", range(0xB0, 0xF8), range(0xA1, 0xFF))
+    common |= _decodable("big5", range(0xA4, 0xC7), gbk_trails)
+    common |= _decodable("shift_jis", range(0x88, 0x99), gbk_trails)
+    common_cps = np.array(sorted(ord(c) for c in common), np.int64)
+    table[common_cps[is_han[common_cps]]] |= _COMMON_HAN
+    rare = is_han & (table & _COMMON_HAN == 0)
+    rare[_GBK_PUA[0]:_GBK_PUA[1]] = True
+    table[rare] |= _RARE
+    return table
+
+
 class _Tables:
-    """Lookup tables derived from Python's own codecs (no data files)."""
+    """Lookup tables derived from Python's own codecs (no data files). The Python regexes are compiled on first
+    use (~0.2 s: only documents that pass the RE2 prefilter need them)."""
 
     def __init__(self):
         # bytes read as Windows-1252 (or Latin-1, whose C1 controls fill cp1252's holes) -> the byte
@@ -193,35 +224,33 @@ class _Tables:
             pat = "|".join(f"{lead[n]}{c}{{{n}}}" for n in (3, 2, 1))
             setattr(self, f"cp1252_seq_{flavor}", pat)
 
-        # the GBK repertoire (2-byte GB18030 codes) and the common Han characters of GB2312 (all of it),
-        # Big5 level 1 and JIS X 0208 level 1: real Chinese and Japanese text is >99% made of these
-        gbk_trails = list(range(0x40, 0x7F)) + list(range(0x80, 0xFF))
-        self.gbk = {c for c in _decodable("gb18030", range(0x81, 0xFF), gbk_trails) if ord(c) >= 0x100}
-        han = _han_ranges()
-        is_han = lambda ch: any(lo <= ord(ch) <= hi for lo, hi in han)  # noqa: E731
-        common = _decodable("gb2312", range(0xB0, 0xF8), range(0xA1, 0xFF))
-        common |= _decodable("big5", range(0xA4, 0xC7), gbk_trails)
-        common |= _decodable("shift_jis", range(0x88, 0x99), gbk_trails)
-        self.common_han = frozenset(c for c in common if is_han(c))
-        rare = []
-        common_cps = sorted(ord(c) for c in self.common_han)
-        for lo, hi in han:
-            cur = lo
-            for cp in common_cps:
-                if lo <= cp <= hi:
-                    rare.extend(range(cur, cp))
-                    cur = cp + 1
-            rare.extend(range(cur, hi + 1))
-        rare.extend(range(*_GBK_PUA))
-        self.rare_re2 = _class(rare, "re2")
-        self.rare_py = re.compile(_class(rare, "py"))
-        gbk_class = _class([ord(c) for c in self.gbk], "py")
-        # a run of GBK characters; U+FFFD inside or at the end marks bytes a GBK decoder could not pair
-        self.gbk_span_py = re.compile(f"{gbk_class}+(?:\ufffd+{gbk_class}+)*\ufffd*")
-        self.cp1252_seq_re = re.compile(self.cp1252_seq_py)
+        table = kernels.cached_table("garbled", f"garbledtable-v1-{_HAN_KEY}-py{sys.version_info[0]}."
+                                     f"{sys.version_info[1]}.npy", _codec_table)
+        self.gbk_cps = np.flatnonzero(table & _GBK)
+        self.common_han = frozenset(map(chr, np.flatnonzero(table & _COMMON_HAN).tolist()))
+        self.rare_cps = np.flatnonzero(table & _RARE)
+        self.rare_re2 = _class(self.rare_cps, "re2")
         # cp1252 bytes that read as letters or as the punctuation typed inside Latin text
         self.latin_high = {b for c, b in to_byte.items()
                            if b >= 0x80 and (c.isalpha() or c in "‘’“”–—…•\xa0")}
+
+    @cached_property
+    def gbk(self) -> frozenset:
+        return frozenset(map(chr, self.gbk_cps.tolist()))
+
+    @cached_property
+    def rare_py(self) -> re.Pattern:
+        return re.compile(_class(self.rare_cps, "py"))
+
+    @cached_property
+    def gbk_span_py(self) -> re.Pattern:
+        """A run of GBK characters; U+FFFD inside or at the end marks bytes a GBK decoder could not pair."""
+        gbk_class = _class(self.gbk_cps, "py")
+        return re.compile(f"{gbk_class}+(?:\ufffd+{gbk_class}+)*\ufffd*")
+
+    @cached_property
+    def cp1252_seq_re(self) -> re.Pattern:
+        return re.compile(self.cp1252_seq_py)
 
 
 @lru_cache(maxsize=1)

@@ -293,10 +293,10 @@ SPACE = 32  # whitespace for Arrow's utf8_trim_whitespace
 
 def char_table() -> np.ndarray:
     """uint8 per code point (0..0x10FFFF): the bits above, computed with Arrow's RE2 (cached per process)."""
-    return _cached_table("table", f"chartable-v2-pyarrow-{pa.__version__}.npy", _char_table)
+    return cached_table("table", f"chartable-v2-pyarrow-{pa.__version__}.npy", _char_table)
 
 
-def _cached_table(key: str, file_name: str, build) -> np.ndarray:
+def cached_table(key: str, file_name: str, build) -> np.ndarray:
     """A uint8 table per code point: this process's, else the one on disk next to the numba cache, else
     ``build()`` (then saved there)."""
     table = _state.get(key)
@@ -358,7 +358,7 @@ def norm_table() -> np.ndarray:
     import unicodedata
 
     rules = hashlib.sha256(f"{CONTROL}\0{ODD_SPACE}\0{NORM_INERT}".encode()).hexdigest()[:12]
-    return _cached_table("norm", f"normtable-v1-{rules}-pyarrow-{pa.__version__}-ucd-{unicodedata.unidata_version}"
+    return cached_table("norm", f"normtable-v1-{rules}-pyarrow-{pa.__version__}-ucd-{unicodedata.unidata_version}"
                                  ".npy", _norm_table)
 
 
@@ -581,7 +581,7 @@ def class_table(patterns: tuple[str, ...]) -> np.ndarray:
     if not 1 <= len(patterns) <= 8:
         raise ValueError("class_table: 1 to 8 patterns")
     digest = hashlib.sha1("\x00".join(patterns).encode()).hexdigest()[:16]
-    return _cached_table(f"classes:{digest}", f"classtable-v1-{digest}-pyarrow-{pa.__version__}.npy",
+    return cached_table(f"classes:{digest}", f"classtable-v1-{digest}-pyarrow-{pa.__version__}.npy",
                          lambda: _class_table(patterns))
 
 
