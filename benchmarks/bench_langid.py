@@ -13,6 +13,11 @@ both labels and scores.
 
     python benchmarks/bench_langid.py                       # 12 shards, candidates below
     python benchmarks/bench_langid.py --shards 0-1 --candidates 10000x4,2000x4
+    python benchmarks/bench_langid.py --shards 0-3 --candidates 10000x4,2000x2@0.9,1000x2@0.95,500x1@0.95
+
+A candidate ``CxW@T`` is a cascade: documents of at most C characters get the reference's prediction (their
+model input is the same), longer ones are first judged on W windows of C characters, and only those whose top
+score is below T are judged again as the reference judges them. Its CPU includes both predictions.
 """
 from __future__ import annotations
 
@@ -36,6 +41,47 @@ CORPUS = os.path.normpath(os.path.join(REPO, "..", "shared", "corpus", "bench"))
 LANGS = ["zh", "en", "ja", "de", "fr", "ru", "es", "ko", "ar"]
 
 
+def _candidate(spec: str) -> tuple:
+    """``10000x4`` -> (10000, 4); ``2000x2@0.9`` -> (2000, 2, 0.9)."""
+    size, _, below = spec.partition("@")
+    chars, windows = (int(x) for x in size.split("x"))
+    return (chars, windows, float(below)) if below else (chars, windows)
+
+
+class Cascade:
+    """A short judgement first, the reference's where the short one is unsure or the document is short."""
+
+    def __init__(self, short, ref, max_chars: int, below: float):
+        self.short, self.ref, self.max_chars, self.below = short, ref, max_chars, below
+
+    def predict(self, text):
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        text = text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text
+        n = len(text)
+        length = pc.utf8_length(pc.fill_null(text, "")).to_numpy(zero_copy_only=False)
+        lang: list = [None] * n
+        score = np.zeros(n)
+        again = np.flatnonzero(length <= self.max_chars)
+        long_rows = np.flatnonzero(length > self.max_chars)
+        if len(long_rows):
+            sig = self.short.predict(text.take(pa.array(long_rows)))
+            s_score = sig["lang_score"].to_numpy(zero_copy_only=False)
+            sure = s_score >= self.below
+            for i, lab, sc in zip(long_rows[sure].tolist(), pc.filter(sig["lang"], pa.array(sure)).to_pylist(),
+                                  s_score[sure].tolist()):
+                lang[i], score[i] = lab, sc
+            again = np.sort(np.concatenate([again, long_rows[~sure]]))
+        if len(again):
+            sig = self.ref.predict(text.take(pa.array(again)))
+            for i, lab, sc in zip(again.tolist(), sig["lang"].to_pylist(),
+                                  sig["lang_score"].to_numpy(zero_copy_only=False).tolist()):
+                lang[i], score[i] = lab, sc
+        return {"lang": pa.array(lang, pa.string()), "lang_score": pa.array(score, pa.float64())}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shards", default="0-11")
@@ -52,10 +98,13 @@ def main() -> None:
     lid_spec = {k: v for k, v in next(s for s in recipe if s["stage"] == "langid").items()
                 if k not in ("stage", "skip_kinds", "max_chars", "windows")}
     normalize = build_stage(norm_spec)
-    cands = [tuple(int(x) for x in c.split("x")) for c in args.candidates.split(",")]
-    stages = {c: LangID(max_chars=c[0], windows=c[1], **lid_spec) for c in cands}
+    cands = [_candidate(c) for c in args.candidates.split(",")]
     ref = cands[0]
-    name = {c: f"{c[0]}x{c[1]}" for c in cands}
+    if len(ref) != 2:
+        sys.exit("bench_langid: the first candidate is the reference: MAXxWINDOWS, not a cascade")
+    plain = {c: LangID(max_chars=c[0], windows=c[1], **lid_spec) for c in cands}
+    stages = {c: plain[c] if len(c) == 2 else Cascade(plain[c], plain[ref], c[0], c[2]) for c in cands}
+    name = {c: f"{c[0]}x{c[1]}" + (f"@{c[2]}" if len(c) == 3 else "") for c in cands}
 
     cpu = Counter()
     n_ref = Counter()                          # documents the reference labels L ...
@@ -93,7 +142,8 @@ def main() -> None:
         print(f"{os.path.basename(path)}: {n_docs} docs; cpu " + ", ".join(f"{name[c]} {cpu[c]:.1f}s" for c in cands),
               flush=True)
 
-    result = {"docs": n_docs, "shards": args.shards, "reference": name[ref], "candidates": []}
+    result = {"docs": n_docs, "shards": args.shards, "reference": name[ref], "date": time.strftime("%Y-%m-%d"),
+              "load_1min": os.getloadavg()[0], "candidates": []}
     print(f"\n{n_docs} documents; agreement with the {name[ref]} labels (share of its label kept)")
     print(f"{'candidate':>10} {'cpu s':>7} {'x ref':>6} " + " ".join(f"{lang:>7}" for lang in LANGS)
           + "  changed")
@@ -105,7 +155,8 @@ def main() -> None:
         print(f"{name[c]:>10} {cpu[c]:7.1f} {cpu[c] / cpu[ref]:6.2f} "
               + " ".join(f"{agree.get(lang, float('nan')):7.4f}" for lang in LANGS) + f"  {n_changed}")
         result["candidates"].append({
-            "max_chars": c[0], "windows": c[1], "predict_cpu_s": round(cpu[c], 2),
+            "max_chars": c[0], "windows": c[1], "cascade_below": c[2] if len(c) == 3 else None,
+            "predict_cpu_s": round(cpu[c], 2),
             "cpu_vs_reference": round(cpu[c] / cpu[ref], 3),
             "agreement_with_reference": {lang: round(v, 5) for lang, v in agree.items()},
             "reference_counts": {lang: n_ref[lang] for lang in LANGS},
