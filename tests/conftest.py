@@ -28,7 +28,7 @@ def pytest_configure(config):
         return
     from dataclean.text import kernels
 
-    kernels._cache_dir()  # (sets NUMBA_CACHE_DIR: a test that moves XDG_CACHE_HOME still finds the kernels ready)
+    kernels.cache_dir()  # (sets NUMBA_CACHE_DIR: a test that moves XDG_CACHE_HOME still finds the kernels ready)
     subprocess.run([sys.executable, "-m", "dataclean.warm"], check=False, timeout=900)
 
 

@@ -14,6 +14,7 @@ from dataclean.dedup import (
     MAX_HASH,
     SCHEMES,
     band_hashes,
+    compute_optimal_bands,
     estimate_jaccard,
     optimal_bands,
     permutations,
@@ -241,6 +242,7 @@ def test_datasketch_lsh_finds_the_near_duplicate_with_our_signatures_and_bands()
     (0.85, 120, (0.7, 0.3)), (0.6, 64, (0.1, 0.9)), (0.95, 256, (0.5, 0.5)),
 ])
 def test_optimal_bands_agrees_with_datasketch(threshold, num_perm, weights):
+    assert compute_optimal_bands(threshold, num_perm, *weights) == _optimal_param(threshold, num_perm, *weights)
     assert optimal_bands(threshold, num_perm, *weights) == _optimal_param(threshold, num_perm, *weights)
 
 
@@ -436,3 +438,26 @@ def test_kernel_unique_sets_equal_numpy_unique():
     sets, set_offsets = k.unique_sets(values, offsets)
     for i in range(len(lengths)):
         assert sets[set_offsets[i]:set_offsets[i + 1]].tolist() == np.unique(values[offsets[i]:offsets[i + 1]]).tolist()
+
+
+def test_optimal_bands_are_remembered_on_disk(tmp_path, monkeypatch):
+    import json
+
+    from dataclean.dedup import minhash
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    path = tmp_path / minhash.BANDS_CACHE
+    optimal_bands.cache_clear()
+    assert optimal_bands(0.8, 128, 0.05, 0.95) == (16, 8)
+    assert json.loads(path.read_text()) == {"0.8,128,0.05,0.95": [16, 8]}
+    # read back from the file, not computed: an entry written there is what comes back
+    path.write_text(json.dumps({"0.8,128,0.05,0.95": [8, 16]}))
+    optimal_bands.cache_clear()
+    assert optimal_bands(0.8, 128, 0.05, 0.95) == (8, 16)
+    # an entry that cannot be right (b * r over num_perm) or a broken file is recomputed and rewritten
+    for text in (json.dumps({"0.8,128,0.05,0.95": [16, 16]}), "{not json"):
+        path.write_text(text)
+        optimal_bands.cache_clear()
+        assert optimal_bands(0.8, 128, 0.05, 0.95) == (16, 8)
+        assert json.loads(path.read_text())["0.8,128,0.05,0.95"] == [16, 8]
+    optimal_bands.cache_clear()

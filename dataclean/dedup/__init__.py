@@ -7,6 +7,7 @@ from dataclean.dedup.minhash import (
     MAX_HASH,
     SCHEMES,
     band_hashes,
+    compute_optimal_bands,
     estimate_jaccard,
     optimal_bands,
     permutations,
@@ -20,7 +21,7 @@ from dataclean.dedup.minhash import (
 )
 
 __all__ = [
-    "DEFAULT_SCHEME", "MAX_HASH", "SCHEMES", "band_hashes", "estimate_jaccard", "optimal_bands",
+    "DEFAULT_SCHEME", "MAX_HASH", "SCHEMES", "band_hashes", "estimate_jaccard", "compute_optimal_bands", "optimal_bands",
     "permutations", "shingle_hash", "shingle_hash_single", "shingle_hashes", "shingle_text",
     "shingles_single", "signatures", "to_lean_minhash",
 ]

@@ -95,6 +95,7 @@ datasketch's ``MinHashLSH`` stores, but both use bands of consecutive signature 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 from collections.abc import Sequence
@@ -279,7 +280,7 @@ def _char_maps() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     if maps is None:
         import unicodedata
 
-        path = os.path.join(_text_kernels._cache_dir(), f"minhash-chars-v3-pyarrow-{pa.__version__}"
+        path = os.path.join(_text_kernels.cache_dir(), f"minhash-chars-v3-pyarrow-{pa.__version__}"
                             f"-ucd-{unicodedata.unidata_version}.npz")
         names = ("lower", "classes", "nfkc_off", "nfkc_pool")
         try:
@@ -817,9 +818,41 @@ def estimate_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- LSH bands
 
 
-@functools.lru_cache(maxsize=64)  # (~40 ms a call; the driver validates and builds the stage more than once)
+BANDS_CACHE = "minhash-bands-v1.json"  # (next to the numba cache: one entry per parameter set)
+
+
+@functools.lru_cache(maxsize=64)  # (the driver validates and builds the stage more than once)
 def optimal_bands(threshold: float = 0.8, num_perm: int = 128, false_positive_weight: float = 0.5,
                   false_negative_weight: float = 0.5) -> tuple[int, int]:
+    """:func:`compute_optimal_bands`, remembered on disk (:data:`BANDS_CACHE`): the integration takes 40-170 ms
+    of numpy per process (the driver's, the report's), reading the answer back well under 1 ms."""
+    args = (float(threshold), int(num_perm), float(false_positive_weight), float(false_negative_weight))
+    key = ",".join(repr(a) for a in args)
+    path = os.path.join(_text_kernels.cache_dir(), BANDS_CACHE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            known = json.load(f)
+        b, r = known[key]
+        if isinstance(b, int) and isinstance(r, int) and 1 <= b and 1 <= r and b * r <= args[1]:
+            return b, r
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        known = None
+    opt = compute_optimal_bands(*args)
+    try:  # (written whole, then renamed; two processes writing at once lose an entry, not the file)
+        known = known if isinstance(known, dict) else {}
+        known[key] = list(opt)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(known, f, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return opt
+
+
+def compute_optimal_bands(threshold: float = 0.8, num_perm: int = 128, false_positive_weight: float = 0.5,
+                          false_negative_weight: float = 0.5) -> tuple[int, int]:
     """``(bands, rows)`` with ``bands * rows <= num_perm`` minimizing ``fp_weight * FP + fn_weight * FN``,
     where FP is the area under the probability ``1 - (1 - s**r)**b`` that a pair of similarity ``s``
     shares a band, for ``s`` in [0, threshold], and FN the area above it on [threshold, 1]: datasketch's

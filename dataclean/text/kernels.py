@@ -148,7 +148,7 @@ def marker_path(family: str) -> str:
             numba_version = "none"
         digest = hashlib.sha1("|".join((origin, stamp, numba_version, sys.version, platform.machine()))
                               .encode()).hexdigest()[:16]
-        path = _state[key] = os.path.join(_cache_dir(), f"ready-{family}-{digest}")
+        path = _state[key] = os.path.join(cache_dir(), f"ready-{family}-{digest}")
     return path
 
 
@@ -161,7 +161,7 @@ def start_warmer():
     import subprocess
     import time
 
-    folder = _cache_dir()
+    folder = cache_dir()
     lock = os.path.join(folder, "warming.lock")
     try:
         os.makedirs(folder, exist_ok=True)
@@ -212,7 +212,7 @@ def _warmer_alive(lock: str, now: float) -> bool:
     return True
 
 
-def _cache_dir() -> str:
+def cache_dir() -> str:
     """``$NUMBA_CACHE_DIR``, set to ``$XDG_CACHE_HOME/dataclean/numba`` (``~/.cache/...``) when unset."""
     if "NUMBA_CACHE_DIR" not in os.environ:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -224,7 +224,7 @@ def load_compiled(load, what: str, fallback: str):
     """``load()`` (import a module of numba functions and compile or load one of them), or None when numba is
     missing, disabled (``NUMBA_DISABLE_JIT=1``: the kernels would run as Python loops) or unusable here (LLVM,
     platform: then a warning names ``what`` and the ``fallback`` used instead)."""
-    _cache_dir()  # (read by numba when it is imported)
+    cache_dir()  # (read by numba when it is imported)
     try:
         try:
             numba = _import_numba()
@@ -232,8 +232,8 @@ def load_compiled(load, what: str, fallback: str):
             return None
         if numba.config.DISABLE_JIT:
             return None
-        if numba.config.CACHE_DIR != _cache_dir():  # (numba imported before: its config read no cache folder)
-            numba.config.CACHE_DIR = _cache_dir()  # (read when a cached function is defined: the import below)
+        if numba.config.CACHE_DIR != cache_dir():  # (numba imported before: its config read no cache folder)
+            numba.config.CACHE_DIR = cache_dir()  # (read when a cached function is defined: the import below)
         return load()
     except Exception as exc:
         warnings.warn(f"dataclean: {what} unavailable ({exc!r}); using {fallback}")
@@ -301,7 +301,7 @@ def cached_table(key: str, file_name: str, build) -> np.ndarray:
     ``build()`` (then saved there)."""
     table = _state.get(key)
     if table is None:
-        path = os.path.join(_cache_dir(), file_name)
+        path = os.path.join(cache_dir(), file_name)
         try:
             table = np.load(path)
         except (OSError, ValueError):

@@ -69,7 +69,7 @@ def _changed_chars(config: str) -> np.ndarray:
         ver = version("opencc")
     except PackageNotFoundError:  # pragma: no cover - an OpenCC built from source
         ver = None
-    path = os.path.join(_text_kernels._cache_dir(), f"script-fold-v1-{config}-opencc-{ver}.npy") if ver else None
+    path = os.path.join(_text_kernels.cache_dir(), f"script-fold-v1-{config}-opencc-{ver}.npy") if ver else None
     if path is not None:
         try:
             pairs = np.load(path)
