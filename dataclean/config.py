@@ -116,6 +116,11 @@ def _merge(base: Any, override: Any, key: str) -> Any:
         raise ConfigError(f"{key}: expected {type(base).__name__}, got {override!r}")
     if isinstance(base, (int, float)) and isinstance(override, (int, float)):
         return override
+    if key in MEMORY_KEYS and isinstance(override, (int, float)):  # (YAML reads 4 as a number: bytes? GB?)
+        try:
+            parse_size(str(override), key)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     if not isinstance(override, type(base)):
         raise ConfigError(f"{key}: expected {type(base).__name__}, got {override!r}")
     return override

@@ -45,6 +45,25 @@ def test_a_bad_size_in_the_config_names_its_key():
     assert resolve_config({})["memory_limit"] == "auto"
 
 
+def test_a_number_for_a_memory_key_asks_for_its_unit(tmp_path):
+    """YAML reads ``memory_limit: 4`` as a number: 4 bytes or 4 GB is not guessed, the unit is asked for."""
+    with pytest.raises(ConfigError) as exc:
+        resolve_config({"memory_limit": 4})
+    assert str(exc.value) == "memory_limit: '4' has no unit: write 4GB, 4MB or 4GiB"
+    with pytest.raises(ConfigError) as exc:
+        resolve_config({"global": {"duckdb_memory_limit": 1.5}})
+    assert str(exc.value) == "global.duckdb_memory_limit: '1.5' has no unit: write 1.5GB, 1.5MB or 1.5GiB"
+    cfg = tmp_path / "mem.yaml"
+    cfg.write_text("memory_limit: 4\n", encoding="utf-8")
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "text": "one document"}\n', encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "dataclean", "run", str(inp), "-o", str(tmp_path / "out"),
+                        "--config", str(cfg)], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert r.stderr.strip().splitlines() == ["error: memory_limit: '4' has no unit: write 4GB, 4MB or 4GiB"]
+    assert not (tmp_path / "out" / "data").exists()
+
+
 def _dedup_cfg(**top) -> dict:
     """A pipeline without model files, 1,024-row batches: a worker is planned at 300 + 16 MiB."""
     return resolve_config({"pipeline": [{"stage": "normalize"}, {"stage": "exact_dedup"}],
