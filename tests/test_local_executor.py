@@ -194,7 +194,10 @@ def test_a_task_whose_worker_was_killed_is_run_again_and_results_keep_task_order
         assert [g[0] for g in got] == [0, 10, 20, 30, 40, 50]  # in task order, whatever order they finished in
         assert sorted(seen) == sorted(got)  # on_done once per task, never for a lost attempt
         assert os.path.exists(tmp_path / "died-1") and os.path.exists(tmp_path / "died-4")
-        assert _runs(tmp_path, 1) == 2 and _runs(tmp_path, 4) == 2  # the killed attempt and the rerun
+        # the killed attempt and the rerun; a task in flight on the other worker when a worker dies is lost with
+        # the pool and run again (which tasks are in flight depends on timing): two deaths lose at most two attempts
+        assert all(2 <= _runs(tmp_path, t) <= 3 for t in (1, 4))
+        assert all(1 <= _runs(tmp_path, t) <= 3 for t in (0, 2, 3, 5))
         assert os.getpid() not in {g[1] for g in got}
         assert ex.map(_probe, ["DATACLEAN_TEST_PROBE"] * 2)[0][2]  # the executor's new pool goes on working
     finally:
