@@ -191,11 +191,20 @@ def test_arbitrary_unicode_never_crashes_and_signals_stay_in_range(texts):
 
 
 def test_character_class_is_built_from_runs_of_code_points():
-    from dataclean.stages.garbled import _class
+    import re
 
-    assert _class([0x43, 0x41, 0x42, 0x45, 0x41], "re2") == r"[\x{41}-\x{43}\x{45}]"
-    assert _class(range(0x4E00, 0x4E03), "py") == r"[\U00004e00-\U00004e02]"
-    assert _class([0x3000], "re2") == r"[\x{3000}]"
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from dataclean.text.chars import code_point_class
+
+    assert code_point_class([0x43, 0x41, 0x42, 0x45, 0x41], "re2") == r"[\x{41}-\x{43}\x{45}]"
+    assert code_point_class(range(0x4E00, 0x4E03), "py") == r"[\U00004e00-\U00004e02]"
+    assert code_point_class(np.array([0x3000]), "re2") == r"[\x{3000}]"
+    # no code points: a class that matches nothing, in both engines
+    assert code_point_class([], "re2") == r"[^\x{0}-\x{10ffff}]"
+    assert not pc.match_substring_regex(pa.array(["a", "中"]), code_point_class([])).to_pylist()[0]
+    assert re.search(code_point_class([], "py"), "a 中") is None
 
 
 def test_codec_table_from_disk_equals_a_fresh_build(tmp_path, monkeypatch):

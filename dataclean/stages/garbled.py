@@ -99,6 +99,7 @@ import pyarrow.compute as pc
 
 from dataclean.stages.base import Check, Decisions, RuleSpec, Stage, StageResult, batch_text, with_columns
 from dataclean.text import kernels
+from dataclean.text.chars import code_point_class
 from dataclean.text.tokenize import HAN, words_batch
 
 REPLACEMENT_RE2 = r"\x{fffd}"
@@ -140,19 +141,6 @@ _TYPOGRAPHIC = set("\xa0\xad«»…“”‘’„‚–—•·¡¿‹›")
 #: U+F000–U+FFFF (full-width forms, the BOM, U+FFFD) as EF xx xx.
 _STRONG_LEADS = set("ÂÃâï")
 _GBK_PUA = (0xE000, 0xE865)  # GB18030 maps its user-defined byte areas here
-
-
-def _class(codepoints, flavor: str) -> str:
-    """A regex character class of ``codepoints`` as ranges, for RE2 (``\\x{..}``) or Python (``\\U..``)."""
-    cps = np.unique(np.fromiter(codepoints, np.int64) if not isinstance(codepoints, np.ndarray) else codepoints)
-    if len(cps) == 0:
-        return "[]"
-    breaks = np.flatnonzero(np.diff(cps) != 1) + 1
-    lows = cps[np.concatenate(([0], breaks))].tolist()
-    highs = cps[np.concatenate((breaks - 1, [len(cps) - 1]))].tolist()
-    fmt = "\\x{{{:x}}}" if flavor == "re2" else "\\U{:08x}"
-    return "[" + "".join(fmt.format(lo) if lo == hi else f"{fmt.format(lo)}-{fmt.format(hi)}"
-                         for lo, hi in zip(lows, highs)) + "]"
 
 
 def _decodable(codec: str, leads, trails) -> set[str]:
@@ -218,8 +206,8 @@ class _Tables:
         cont = [ord(c) for c, b in to_byte.items() if 0x80 <= b <= 0xBF]
         # a UTF-8 sequence seen through cp1252: lead C2-DF + 1, E0-EF + 2, F0-F4 + 3 continuation bytes
         for flavor in ("re2", "py"):
-            c = _class(cont, flavor)
-            lead = {n: _class(range(lo, hi + 1), flavor) for n, (lo, hi) in
+            c = code_point_class(cont, flavor)
+            lead = {n: code_point_class(range(lo, hi + 1), flavor) for n, (lo, hi) in
                     {1: (0xC2, 0xDF), 2: (0xE0, 0xEF), 3: (0xF0, 0xF4)}.items()}
             pat = "|".join(f"{lead[n]}{c}{{{n}}}" for n in (3, 2, 1))
             setattr(self, f"cp1252_seq_{flavor}", pat)
@@ -229,7 +217,7 @@ class _Tables:
         self.gbk_cps = np.flatnonzero(table & _GBK)
         self.common_han = frozenset(map(chr, np.flatnonzero(table & _COMMON_HAN).tolist()))
         self.rare_cps = np.flatnonzero(table & _RARE)
-        self.rare_re2 = _class(self.rare_cps, "re2")
+        self.rare_re2 = code_point_class(self.rare_cps, "re2")
         # cp1252 bytes that read as letters or as the punctuation typed inside Latin text
         self.latin_high = {b for c, b in to_byte.items()
                            if b >= 0x80 and (c.isalpha() or c in "‘’“”–—…•\xa0")}
@@ -240,12 +228,12 @@ class _Tables:
 
     @cached_property
     def rare_py(self) -> re.Pattern:
-        return re.compile(_class(self.rare_cps, "py"))
+        return re.compile(code_point_class(self.rare_cps, "py"))
 
     @cached_property
     def gbk_span_py(self) -> re.Pattern:
         """A run of GBK characters; U+FFFD inside or at the end marks bytes a GBK decoder could not pair."""
-        gbk_class = _class(self.gbk_cps, "py")
+        gbk_class = code_point_class(self.gbk_cps, "py")
         return re.compile(f"{gbk_class}+(?:\ufffd+{gbk_class}+)*\ufffd*")
 
     @cached_property

@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataclean.text import kernels as _text_kernels
+from dataclean.text.chars import code_point_class
 
 _RANGES = ((0x3400, 0x4DC0), (0x4E00, 0xA000), (0xF900, 0xFB00), (0x20000, 0x2A6E0), (0x2A700, 0x2EBF0),
            (0x2F800, 0x2FA20))
@@ -205,22 +206,10 @@ def script_table() -> np.ndarray:
     return bits
 
 
-def _re2_class(cps: np.ndarray) -> str:
-    """An RE2 character class of the code points ``cps`` (sorted), runs written as ranges."""
-    if not len(cps):
-        return "[^\\x{0}-\\x{10FFFF}]"
-    cut = np.flatnonzero(np.diff(cps) != 1) + 1
-    parts = []
-    for run in np.split(cps, cut):
-        lo, hi = int(run[0]), int(run[-1])
-        parts.append(f"\\x{{{lo:X}}}" if lo == hi else f"\\x{{{lo:X}}}-\\x{{{hi:X}}}")
-    return "[" + "".join(parts) + "]"
-
-
 @functools.lru_cache(maxsize=1)
 def _count_classes() -> tuple[str, str]:
     bits = script_table()
-    return _re2_class(np.flatnonzero(bits & TRAD)), _re2_class(np.flatnonzero(bits & (SIMP | KANA)))
+    return code_point_class(np.flatnonzero(bits & TRAD)), code_point_class(np.flatnonzero(bits & (SIMP | KANA)))
 
 
 def script_counts(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
