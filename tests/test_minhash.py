@@ -460,4 +460,8 @@ def test_optimal_bands_are_remembered_on_disk(tmp_path, monkeypatch):
         optimal_bands.cache_clear()
         assert optimal_bands(0.8, 128, 0.05, 0.95) == (16, 8)
         assert json.loads(path.read_text())["0.8,128,0.05,0.95"] == [16, 8]
+    # another parameter set is added beside the entries already there
+    optimal_bands.cache_clear()
+    assert optimal_bands(0.5, 64, 0.5, 0.5) == compute_optimal_bands(0.5, 64, 0.5, 0.5)
+    assert set(json.loads(path.read_text())) == {"0.8,128,0.05,0.95", "0.5,64,0.5,0.5"}
     optimal_bands.cache_clear()

@@ -105,6 +105,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from dataclean.io.writers import WriteError, write_json_atomic
 from dataclean.text import kernels as _text_kernels, script_fold
 from dataclean.text.chars import HAN, HIRAGANA, KATAKANA
 
@@ -832,21 +833,18 @@ def optimal_bands(threshold: float = 0.8, num_perm: int = 128, false_positive_we
     try:
         with open(path, encoding="utf-8") as f:
             known = json.load(f)
-        b, r = known[key]
-        if isinstance(b, int) and isinstance(r, int) and 1 <= b and 1 <= r and b * r <= args[1]:
-            return b, r
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        known = None
+    except (OSError, ValueError):
+        known = {}
+    known = known if isinstance(known, dict) else {}
+    entry = known.get(key)
+    if isinstance(entry, list) and len(entry) == 2 and all(isinstance(v, int) and v >= 1 for v in entry) \
+            and entry[0] * entry[1] <= args[1]:
+        return entry[0], entry[1]
     opt = compute_optimal_bands(*args)
-    try:  # (written whole, then renamed; two processes writing at once lose an entry, not the file)
-        known = known if isinstance(known, dict) else {}
-        known[key] = list(opt)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(known, f, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError:
+    known[key] = list(opt)
+    try:  # (two processes writing at once lose an entry, not the file)
+        write_json_atomic(known, path)
+    except WriteError:
         pass
     return opt
 
