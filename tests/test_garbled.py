@@ -227,4 +227,4 @@ def test_codec_table_from_disk_equals_a_fresh_build(tmp_path, monkeypatch):
     # a few members, by hand: 的 is common GB2312 Han, 䶵 (CJK extension A) is rare, 锟 is in GBK
     assert "的" in built.common_han and "䶵" not in built.common_han
     assert built.rare_py.search("䶵") and not built.rare_py.search("的")
-    assert "锟" in built.gbk and "é" not in built.gbk
+    assert ord("锟") in built.gbk_cps and ord("é") not in built.gbk_cps

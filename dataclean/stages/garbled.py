@@ -223,10 +223,6 @@ class _Tables:
                            if b >= 0x80 and (c.isalpha() or c in "‘’“”–—…•\xa0")}
 
     @cached_property
-    def gbk(self) -> frozenset:
-        return frozenset(map(chr, self.gbk_cps.tolist()))
-
-    @cached_property
     def rare_py(self) -> re.Pattern:
         return re.compile(code_point_class(self.rare_cps, "py"))
 
