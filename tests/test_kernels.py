@@ -374,10 +374,46 @@ def test_item_separator_table_marks_the_separators():
         sorted(map(ord, "\x1f_|｜,，、/;；:：·•【】()（）《》<>\"“”‘’!！?？。~…-–— \t\u3000"))
 
 
+def _bad_utf8() -> pa.Array:
+    return pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, 2], np.int32)),
+                                                  pa.py_buffer(b"\xff,")])
+
+
+def test_keyword_repeats_examples():
+    """Items and the most repeated keyword per line, kernel and RE2 path alike: spaces cut next to a Han
+    character only, and the Han character that such a cut consumed does not cut after itself."""
+    lines = ["北京办证 上海办证 广州办证", "哈哈 哈哈 哈哈", "Home | About | Contact", "a | A | a", "ab|AB|ab",
+             "x 中 y 中 y", "，，a，", "", "办证办证、办证"]
+    with kernels_env("1"):
+        items, reps = kernels.keyword_repeats(pa.compute.utf8_lower(pa.array(lines)), spam._ITEM_SEP[:-1],
+                                              spam._HAN_SPACE, spam.HAN_CHAR, 12)
+        assert kernels.keyword_repeats(_bad_utf8(), spam._ITEM_SEP[:-1], spam._HAN_SPACE, spam.HAN_CHAR, 12) is None
+    assert items.tolist() == [3, 3, 3, 3, 3, 3, 1, 0, 2]
+    # 办证 as the tail of three items; ab three times; "中 y" twice (x | 中 y | 中 y); 办证 as the head of
+    # 办证办证 (whose tail is its head: counted once) and of 办证 (the whole item 办证 is another kind)
+    assert reps.tolist() == [3, 0, 1, 0, 3, 2, 0, 0, 2]
+    on, off = both(lambda: spam.line_keywords(pa.array(lines), 12))
+    assert on[0].tolist() == off[0].tolist() == items.tolist()
+    assert on[1].tolist() == off[1].tolist() == reps.tolist()
+
+
+def test_template_norm_and_sentence_punct_examples():
+    with kernels_env("1"):
+        norm, letter = kernels.template_norm(pa.array(["page 12 of 345", "a \t  b", "", "123", "中文 1", "٣ x"]))
+        sentence = kernels.sentence_punct(pa.array(["你好。", "a, b, c", "a,, b", ", ,", ",,,", "hello world",
+                                                    "一，二", "Really?", "一，　，"]))
+        assert kernels.template_norm(_bad_utf8()) is None and kernels.sentence_punct(_bad_utf8()) is None
+        assert kernels.sentence_punct(pa.array(["a,b\n,c"])) is None  # (lines hold no newline)
+    assert norm.to_pylist() == ["page 0 of 0", "a b", "", "0", "中文 0", "٣ x"]  # (RE2's \d is ASCII)
+    assert letter.tolist() == [True, True, False, False, True, True]
+    # two commas need a character outside [\t\n\f\r ] between them; U+3000 is one
+    assert sentence.tolist() == [True, True, False, False, True, False, False, True, True]
+
+
 SPAM_PIECES = list("，、|｜/:：·•【】()（）《》-—… \t\u3000。！？!?\n\n") + \
     ["北京", "上海", "办证", "办证", "哈哈", "烟(yan)台(tai)", "欧宝体育", "http://a.b/c ", "www.x.cn ", "a@b.com ",
      "Home | About | Contact\n", "Posted by admin\n", "Copyright © 2020\n", "the ", "free ", "Click here\n",
-     "12 ", "3.5 ", "热门城市：淄博口罩 山东口罩 临沂口罩 ", "\xff", "İ", "\U00020000"]
+     "12 ", "3.5 ", "热门城市：淄博口罩 山东口罩 临沂口罩 ", "\xff", "İ", "\U00020000", "AB", "ab", "\xa0", "  "]
 
 
 @settings(max_examples=60, deadline=None)

@@ -133,7 +133,8 @@ DEFAULT_ZH_CITIES = ["lists/zh-spam/cities.txt"]
 # Keyword items: a line is cut at these separators; spaces separate items only next to a Han character
 # (Chinese keyword lists are space-separated, English prose is not a keyword list). Square brackets are
 # not separators (Weibo emoji codes such as [doge] stay inside their item).
-_SPACE_BY_HAN = rf"([{HAN}])[ \t\x{{3000}}\x{{a0}}]+|[ \t\x{{3000}}\x{{a0}}]+([{HAN}])"
+_HAN_SPACE = r"[ \t\x{3000}\x{a0}]"
+_SPACE_BY_HAN = rf"([{HAN}]){_HAN_SPACE}+|{_HAN_SPACE}+([{HAN}])"
 _ITEM_SEP = r"[\x{1f}_|｜,，、/;；:：·•【】()（）《》<>\"“”‘’!！?？。~…\-–—]+"
 _ITEM_SEP_OR_SPACE_CLASS = _ITEM_SEP[:-2] + r" \t\x{3000}]"  # (one character: the kernel counts its runs)
 _ITEM_SEP_OR_SPACE = _ITEM_SEP_OR_SPACE_CLASS + "+"
@@ -185,10 +186,20 @@ def top_word_counts(words: pa.ListArray, stopwords: pa.Array, n_rows: int,
     where stop words and numbers cannot be top words."""
     flat, parent = _flat_parent(words)
     flat = pc.utf8_lower(flat)
-    # stop words and numbers (table cells, dates) cannot be top words
-    content = pc.invert(pc.or_(pc.is_in(flat, value_set=stopwords), pc.utf8_is_numeric(flat)))
-    content = content.to_numpy(zero_copy_only=False)
-    row, count = pair_counts(parent[content], flat.filter(pa.array(content)))
+    if len(flat) and flat.null_count == 0 and kernels.enabled():
+        # encode once; stop words and numbers are looked up among the distinct words only
+        enc = pc.dictionary_encode(flat)
+        words_in = enc.dictionary
+        drop = pc.or_(pc.is_in(words_in, value_set=stopwords), pc.utf8_is_numeric(words_in))
+        codes = enc.indices.to_numpy(zero_copy_only=False)
+        content = ~drop.to_numpy(zero_copy_only=False)[codes]
+        per, first = kernels.code_pair_counts(codes[content], len(words_in), parent[content])
+        row, count = parent[content][first], per[first]
+    else:
+        # stop words and numbers (table cells, dates) cannot be top words
+        content = pc.invert(pc.or_(pc.is_in(flat, value_set=stopwords), pc.utf8_is_numeric(flat)))
+        content = content.to_numpy(zero_copy_only=False)
+        row, count = pair_counts(parent[content], flat.filter(pa.array(content)))
     top1 = np.zeros(n_rows, np.int64)
     topk = np.zeros(n_rows, np.int64)
     if len(row):
@@ -210,16 +221,24 @@ def template_lines(lines: pa.Array, parent: np.ndarray, n_rows: int,
     ``lines`` are all lines of the batch, ``parent`` the row of each."""
     norm = pc.utf8_trim_whitespace(pc.utf8_lower(lines))
     keep = pc.greater(pc.utf8_length(norm), 0).to_numpy(zero_copy_only=False)
-    # Mask digits only in the lines that have one (a minority); the order of lines does not matter below.
-    digit = pc.match_substring_regex(norm, r"\d").to_numpy(zero_copy_only=False)
-    plain, numbered = keep & ~digit, keep & digit
-    norm = pa.concat_arrays([norm.filter(pa.array(plain)),
-                             pc.replace_substring_regex(norm.filter(pa.array(numbered)), r"\d+", "0")])
-    parent = np.concatenate([parent[plain], parent[numbered]])
-    norm = pc.replace_substring_regex(norm, r"[ \t]{2,}|\t", " ")
+    got = None
+    if len(norm) and norm.null_count == 0 and kernels.enabled():
+        got = kernels.template_norm(norm.filter(pa.array(keep)))  # (one pass: digits, spaces, letters)
+    if got is not None:
+        norm, letter = got
+        parent = parent[keep]
+    else:
+        # Mask digits only in the lines that have one (a minority); the order of lines does not matter below.
+        digit = pc.match_substring_regex(norm, r"\d").to_numpy(zero_copy_only=False)
+        plain, numbered = keep & ~digit, keep & digit
+        norm = pa.concat_arrays([norm.filter(pa.array(plain)),
+                                 pc.replace_substring_regex(norm.filter(pa.array(numbered)), r"\d+", "0")])
+        parent = np.concatenate([parent[plain], parent[numbered]])
+        norm = pc.replace_substring_regex(norm, r"[ \t]{2,}|\t", " ")
+        letter = pc.match_substring_regex(norm, r"\pL").to_numpy(zero_copy_only=False)
     _, _, repeats = pair_counts(parent, norm, per_element=True)
     # a repeated line must have a letter: "}", "----" or "0." repeated are layout, not a template
-    template = (repeats >= min_repeats) & pc.match_substring_regex(norm, r"\pL").to_numpy(zero_copy_only=False)
+    template = (repeats >= min_repeats) & letter
     template |= pc.match_substring_regex(norm, NAV_LINE).to_numpy(zero_copy_only=False)
     template |= pc.match_substring_regex(norm, BOILERPLATE_LINE).to_numpy(zero_copy_only=False)
     n_lines = np.bincount(parent, minlength=n_rows).astype(np.int64)
@@ -267,6 +286,23 @@ def item_repeats(items: pa.Array, item_line: np.ndarray, n_lines: int, max_item_
     return out
 
 
+def line_keywords(lines: pa.Array, max_item_chars: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per line: its non-empty keyword items and the occurrences of its most repeated keyword
+    (:func:`keyword_items`, then :func:`item_repeats`). With the compiled kernels, one pass over the
+    lower-cased lines (``kernels.keyword_repeats``; cutting lower-cased lines gives the same items, lower-cased:
+    no separator, space or Han character has a case). The same counts either way
+    (``benchmarks/profile_stages.py --stage seo_spam --check``)."""
+    if len(lines) and lines.null_count == 0 and kernels.enabled():
+        got = kernels.keyword_repeats(pc.utf8_lower(lines), _ITEM_SEP[:-1], _HAN_SPACE, HAN_CHAR, max_item_chars)
+        if got is not None:
+            return got
+    items, item_line = keyword_items(lines)
+    reps = item_repeats(items, item_line, len(lines), max_item_chars)
+    n_items = np.bincount(item_line, weights=pc.greater(pc.utf8_length(items), 0).to_numpy(
+        zero_copy_only=False), minlength=len(lines)).astype(np.int64)
+    return n_items, reps
+
+
 def city_service_counts(texts: pa.Array, city_pattern: str, min_cities: int) -> np.ndarray:
     """Per row: the largest number of distinct city names followed by one same service word (the two Han
     characters after the city, after an optional 市/省), 北京办证 上海办证 广州办证 -> 3. Only rows with at
@@ -311,7 +347,12 @@ def list_line_chars(lines: pa.Array, parent: np.ndarray, n_items: np.ndarray, n_
     trimmed = pc.utf8_trim_whitespace(lines)
     length = pc.utf8_length(trimmed).to_numpy().astype(np.int64)
     nonempty = length > 0
-    plain = ~pc.match_substring_regex(trimmed, _SENTENCE_PUNCT).to_numpy(zero_copy_only=False) & nonempty
+    sentence = None
+    if len(trimmed) and trimmed.null_count == 0 and kernels.enabled():
+        sentence = kernels.sentence_punct(trimmed)
+    if sentence is None:
+        sentence = pc.match_substring_regex(trimmed, _SENTENCE_PUNCT).to_numpy(zero_copy_only=False)
+    plain = ~sentence & nonempty
     short = plain & (length <= 15)
     # runs of short lines within a document (empty lines do not break a run)
     idx = np.flatnonzero(nonempty)
@@ -497,11 +538,11 @@ class SeoSpam(Stage):
         cand = n_sep >= 3
         cand &= is_first | (line_len <= (self.list_item_chars + 2) * (n_sep + 1))
         cand_idx = np.flatnonzero(cand)
-        items, item_line = keyword_items(lines.take(pa.array(cand_idx)))
-        item_line = cand_idx[item_line]
-        line_rep = item_repeats(items, item_line, len(lines), self.keyword_item_chars)
-        n_items = np.bincount(item_line, weights=pc.greater(pc.utf8_length(items), 0).to_numpy(
-            zero_copy_only=False), minlength=len(lines)).astype(np.int64)
+        cand_items, cand_rep = line_keywords(lines.take(pa.array(cand_idx)), self.keyword_item_chars)
+        line_rep = np.zeros(len(lines), np.int64)
+        n_items = np.zeros(len(lines), np.int64)
+        line_rep[cand_idx] = cand_rep
+        n_items[cand_idx] = cand_items
         line_chars, list_chars, keyword_line = list_line_chars(
             lines, parent, n_items, n, self.list_min_run, self.list_min_items, self.list_item_chars)
         line_keyword = np.zeros(n, np.int64)

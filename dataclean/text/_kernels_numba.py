@@ -943,3 +943,312 @@ def isolate(data, offsets, table, out, out_offsets):
             o += 1
         out_offsets[r + 1] = o
     return True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _same_bytes(data, a, b, c, d):
+    if b - a != d - c:
+        return False
+    for k in range(b - a):
+        if data[a + k] != data[c + k]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _most_repeated(data, kind, lo, hi, n, counted):
+    """The largest number of equal keys among the first ``n``: key ``j`` is ``(kind[j], data[lo[j]:hi[j]])``.
+    ``counted``: scratch, at least ``n`` long. Up to 32 keys (most lines) are compared pair by pair; more are
+    grouped by a hash first, then compared within a hash (a collision splits a group, it never merges two)."""
+    if n == 0:
+        return 0
+    best = 0
+    if n <= 32:
+        counted[:n] = False
+        for x in range(n):
+            if counted[x]:
+                continue
+            c = 1
+            for y in range(x + 1, n):
+                if not counted[y] and kind[y] == kind[x] and _same_bytes(data, lo[x], hi[x], lo[y], hi[y]):
+                    counted[y] = True
+                    c += 1
+            if c > best:
+                best = c
+        return best
+    h = np.empty(n, np.uint64)
+    for j in range(n):
+        h[j] = _hash_bytes(data, lo[j], hi[j]) ^ np.uint64(kind[j])
+    order = np.argsort(h)
+    counted[:n] = False
+    s = 0
+    while s < n:
+        e = s + 1
+        while e < n and h[order[e]] == h[order[s]]:
+            e += 1
+        for x in range(s, e):
+            jx = order[x]
+            if counted[jx]:
+                continue
+            c = 0
+            for y in range(x, e):
+                jy = order[y]
+                if not counted[jy] and kind[jy] == kind[jx] and _same_bytes(data, lo[jx], hi[jx], lo[jy], hi[jy]):
+                    counted[jy] = True
+                    c += 1
+            if c > best:
+                best = c
+        s = e
+    return best
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _run_end(data, i, end, table, bit):
+    """Where the run of characters with ``bit`` in ``table`` that starts at data[i] ends."""
+    while i < end:
+        cls, size = _class_at(data, i, end, table)
+        if size == 0 or not (cls & bit):
+            break
+        i += size
+    return i
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _char_start(data, q):
+    """The first byte of the UTF-8 character whose last byte is data[q]."""
+    while (data[q] & 0xC0) == 0x80:
+        q -= 1
+    return q
+
+
+@njit(cache=True, nogil=True)
+def _item_keys(data, a, b, table, max_item_chars, kind, klo, khi, nk):
+    """Trim data[a:b] of whitespace and append its keywords (see :func:`keyword_repeats`) at ``nk``. Returns
+    (1 if the trimmed item is not empty, the new key count)."""
+    while a < b:
+        cls, size = _class_at(data, a, b, table)
+        if not (cls & 8):
+            break
+        a += size
+    while b > a:
+        q = _char_start(data, b - 1)
+        cls, size = _class_at(data, q, b, table)
+        if not (cls & 8):
+            break
+        b = q
+    if b == a:
+        return 0, nk
+    length = 0
+    same = True
+    c0 = np.int64(-1)
+    e1 = a  # the end of the first character, then of the second
+    e2 = a
+    han0 = False
+    han1 = False
+    p = a
+    while p < b:
+        cp, size = _char_at(data, p, b)
+        if length == 0:
+            c0 = cp
+            e1 = p + size
+            han0 = (table[cp] & 4) != 0
+        elif length == 1:
+            e2 = p + size
+            han1 = (table[cp] & 4) != 0
+        if cp != c0:
+            same = False
+        length += 1
+        p += size
+    if length < 2 or same:
+        return 1, nk
+    kind[nk] = 0
+    klo[nk] = a
+    khi[nk] = b
+    nk += 1
+    if length <= max_item_chars:
+        if han0 and han1 and not _same_bytes(data, a, e1, e1, e2):
+            kind[nk] = 1
+            klo[nk] = a
+            khi[nk] = e2
+            nk += 1
+        q2 = _char_start(data, b - 1)
+        q1 = _char_start(data, q2 - 1)
+        cl, _s = _char_at(data, q1, b)
+        cm, _s = _char_at(data, q2, b)
+        if (table[cl] & 4) != 0 and (table[cm] & 4) != 0 and cl != cm and not _same_bytes(data, q1, b, a, e2):
+            kind[nk] = 1
+            klo[nk] = q1
+            khi[nk] = b
+            nk += 1
+    return 1, nk
+
+
+@njit(cache=True, nogil=True)
+def keyword_repeats(data, offsets, table, max_item_chars):
+    """``spam.keyword_items`` + ``spam.item_repeats`` of each (lower-cased) line in one pass: per line, its
+    non-empty keyword items and the occurrences of its most repeated keyword. ``table`` bits: 1 an item
+    separator (``spam._ITEM_SEP``), 2 a space that separates next to a Han character, 4 Han, 8 Arrow
+    whitespace (trimmed from the items' ends). As RE2 replaces ``spam._SPACE_BY_HAN`` left to right, a Han
+    character followed by such spaces ends its item there, and such spaces followed by a Han character end
+    the item before them; that Han character, consumed by the match, cannot end its own item. Runs of
+    separators (the replaced spaces included) cut once. A keyword is ``(0, item)`` for an item of 2+
+    characters not all one character, and, for such an item of at most ``max_item_chars`` characters,
+    ``(1, first two)`` and ``(1, last two)`` when those are two different Han characters, the last two only
+    when they differ from the first two. Returns (items, repeats), int64 per line; items -1 for a line that
+    is not valid UTF-8."""
+    n = len(offsets) - 1
+    n_items = np.zeros(n, np.int64)
+    reps = np.zeros(n, np.int64)
+    cap = 0
+    kind = np.empty(0, np.int64)
+    klo = np.empty(0, np.int64)
+    khi = np.empty(0, np.int64)
+    counted = np.empty(0, np.bool_)
+    for r in range(n):
+        start = offsets[r]
+        end = offsets[r + 1]
+        if end - start + 3 > cap:  # (a keyword takes 2+ bytes and a separator: at most one key per byte)
+            cap = end - start + 3
+            kind = np.empty(cap, np.int64)
+            klo = np.empty(cap, np.int64)
+            khi = np.empty(cap, np.int64)
+            counted = np.empty(cap, np.bool_)
+        nk = 0
+        items = 0
+        item_a = start
+        in_sep = False
+        i = start
+        while i < end:
+            cls, size = _class_at(data, i, end, table)
+            if size == 0:
+                items = -1
+                break
+            if cls & 1:  # a separator
+                if not in_sep:
+                    got, nk = _item_keys(data, item_a, i, table, max_item_chars, kind, klo, khi, nk)
+                    items += got
+                    in_sep = True
+                i += size
+                continue
+            if cls & 2:  # spaces: a cut when a Han character follows them
+                k = _run_end(data, i, end, table, 2)
+                if k < end:
+                    c3, s3 = _class_at(data, k, end, table)
+                    if s3 != 0 and (c3 & 4):
+                        if not in_sep:
+                            got, nk = _item_keys(data, item_a, i, table, max_item_chars, kind, klo, khi, nk)
+                            items += got
+                        item_a = k
+                        in_sep = False
+                        i = k + s3
+                        continue
+                if in_sep:
+                    item_a = i
+                    in_sep = False
+                i = k
+                continue
+            if in_sep:
+                item_a = i
+                in_sep = False
+            i += size
+            if cls & 4:  # a Han character: a cut when spaces follow it
+                k = _run_end(data, i, end, table, 2)
+                if k > i:
+                    got, nk = _item_keys(data, item_a, i, table, max_item_chars, kind, klo, khi, nk)
+                    items += got
+                    in_sep = True
+                    i = k
+        if items < 0:
+            n_items[r] = -1
+            continue
+        if not in_sep:
+            got, nk = _item_keys(data, item_a, end, table, max_item_chars, kind, klo, khi, nk)
+            items += got
+        n_items[r] = items
+        reps[r] = _most_repeated(data, kind, klo, khi, nk, counted)
+    return n_items, reps
+
+
+@njit(cache=True, nogil=True)
+def template_norm(data, offsets, table, out, out_offsets):
+    """``spam.template_lines``' normalization of each (lower-cased, trimmed) line: every run of ASCII digits
+    becomes ``0`` (RE2's ``\\d+``), every run of spaces and tabs one space (``[ \\t]{2,}|\\t``). Fills ``out``
+    (as long as ``data``) and ``out_offsets``; returns per line whether it has a letter (RE2 ``\\pL``, the
+    LETTER bit of ``table``), and False at invalid UTF-8 (else True)."""
+    n = len(offsets) - 1
+    letter = np.zeros(n, np.bool_)
+    o = 0
+    out_offsets[0] = 0
+    for r in range(n):
+        i = offsets[r]
+        end = offsets[r + 1]
+        has = False
+        while i < end:
+            b = data[i]
+            if 48 <= b <= 57:
+                out[o] = 48
+                o += 1
+                i += 1
+                while i < end and 48 <= data[i] <= 57:
+                    i += 1
+                continue
+            if b == 32 or b == 9:
+                out[o] = 32
+                o += 1
+                i += 1
+                while i < end and (data[i] == 32 or data[i] == 9):
+                    i += 1
+                continue
+            if b < 0x80:
+                if table[b] & _LETTER:
+                    has = True
+                out[o] = b
+                o += 1
+                i += 1
+                continue
+            cp, size = _decode(data, i, end)
+            if size == 0:
+                return letter, False
+            if table[cp] & _LETTER:
+                has = True
+            for k in range(i, i + size):
+                out[o] = data[k]
+                o += 1
+            i += size
+        letter[r] = has
+        out_offsets[r + 1] = o
+    return letter, True
+
+
+@njit(cache=True, nogil=True)
+def sentence_punct(data, offsets):
+    """Per line (no ``\\n`` in it): does RE2 find ``spam._SENTENCE_PUNCT``, ``[。！？!?；;]|[，,]\\s*\\S.*[，,]``?
+    That is a sentence mark, or two commas with a character between them outside RE2's ``\\s``
+    (``[\\t\\n\\f\\r ]``): if any two commas have one, the first and the last have it. Returns (bool per line,
+    True), or False at invalid UTF-8 or a newline."""
+    n = len(offsets) - 1
+    out = np.zeros(n, np.bool_)
+    for r in range(n):
+        i = offsets[r]
+        end = offsets[r + 1]
+        first_comma = -1  # the byte after the first comma
+        solid = -1  # the last character outside \s after the first comma (its first byte)
+        between = False
+        while i < end:
+            cp, size = _char_at(data, i, end)
+            if size == 0 or cp == 10:
+                return out, False
+            if cp == 0x3002 or cp == 0xFF01 or cp == 0xFF1F or cp == 33 or cp == 63 or cp == 0xFF1B or cp == 59:
+                out[r] = True
+                break
+            if cp == 0xFF0C or cp == 44:
+                if first_comma < 0:
+                    first_comma = i + size
+                elif solid >= first_comma:
+                    between = True
+            if first_comma >= 0 and i >= first_comma and not (cp == 9 or cp == 12 or cp == 13 or cp == 32):
+                solid = i
+            i += size
+        if between:
+            out[r] = True
+    return out, True

@@ -544,13 +544,18 @@ def pair_counts(values: pa.Array, group: np.ndarray) -> tuple[np.ndarray, np.nda
     4,096-document bench batch (569,151): 23 ms in all (11 ms of it the encoding), against 40-46 ms for the
     encoding plus a sort of the (group, code) keys, and 47 ms for a kernel hashing the bytes itself."""
     enc = pc.dictionary_encode(values)
-    codes = np.require(enc.indices.to_numpy(zero_copy_only=False), np.int64, ["C", "W"])
+    return code_pair_counts(enc.indices.to_numpy(zero_copy_only=False), len(enc.dictionary), group)
+
+
+def code_pair_counts(codes: np.ndarray, n_codes: int, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pair_counts` of values already dictionary-encoded: ``codes`` (``0 <= code < n_codes``)."""
+    codes = np.require(codes, np.int64, ["C", "W"])
     group = np.require(group, np.int64, ["C", "W"])
     if len(group) < 2 or bool((group[1:] >= group[:-1]).all()):
         order = np.arange(len(group), dtype=np.int64)
     else:  # (a few sorted parts one after another: the stable sort merges runs)
         order = np.argsort(group, kind="stable").astype(np.int64)
-    return _kernels().pair_counts(group, codes, len(enc.dictionary), order)
+    return _kernels().pair_counts(group, codes, n_codes, order)
 
 
 def count_runs(strings: pa.Array, char_class: str) -> np.ndarray | None:
@@ -594,6 +599,41 @@ def _class_table(patterns: tuple[str, ...]) -> np.ndarray:
     table = np.zeros(0x110000, np.uint8)
     table[cps] = bits
     return table
+
+
+def keyword_repeats(lines: pa.Array, separator: str, space: str, han: str,
+                    max_item_chars: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per (lower-cased) line of a ``string`` array without nulls: its non-empty keyword items and how often
+    its most repeated keyword occurs (int64 each), as ``spam.keyword_items`` then ``spam.item_repeats``
+    compute them, in one pass (the kernel's docstring says how). ``separator``, ``space`` and ``han`` are RE2
+    classes of ONE character: the item separators, the spaces that cut next to a Han character, the Han
+    characters. None when a line is not valid UTF-8."""
+    table = once(_state, f"keyword:{separator}\x00{space}\x00{han}",
+                 lambda: class_table((separator, space, han)) | (char_table() & SPACE) >> 2)
+    offsets, data = string_buffers(lines)
+    n_items, reps = _kernels().keyword_repeats(data, offsets, table, max_item_chars)
+    return None if (n_items < 0).any() else (n_items, reps)
+
+
+def template_norm(lines: pa.Array) -> tuple[pa.Array, np.ndarray] | None:
+    """``spam.template_lines``' normalization of lower-cased, trimmed lines (a ``string`` array without nulls):
+    ``pc.replace_substring_regex(pc.replace_substring_regex(lines, r"\\d+", "0"), r"[ \\t]{2,}|\\t", " ")``
+    in one pass, and per line whether it has a letter (``pc.match_substring_regex(lines, r"\\pL")``); None
+    when a line is not valid UTF-8."""
+    offsets, data = string_buffers(lines)
+    out = np.empty(max(int(offsets[-1] - offsets[0]), 1), np.uint8)
+    out_offsets = np.empty(len(lines) + 1, np.int64)
+    letter, ok = _kernels().template_norm(data, offsets, char_table(), out, out_offsets)
+    return (_strings(out, out_offsets), letter) if ok else None
+
+
+def sentence_punct(lines: pa.Array) -> np.ndarray | None:
+    """Per line of a ``string`` array without nulls or newlines: ``pc.match_substring_regex(lines,
+    spam._SENTENCE_PUNCT)`` (a sentence mark, or two commas around a non-space), in one pass; None when a line
+    is not valid UTF-8 or holds a newline."""
+    offsets, data = string_buffers(lines)
+    out, ok = _kernels().sentence_punct(data, offsets)
+    return out if ok else None
 
 
 def collapse_punct(texts: pa.Array, char_class: str) -> pa.Array | None:
@@ -692,6 +732,9 @@ def warm_up() -> bool:
     count_runs(flat, "[ |]")
     class_counts(texts, (r"\p{Lu}",))
     isolate(collapse_punct(texts, r"[\pP\pS]"))
+    keyword_repeats(texts, "[|]", "[ ]", f"[{HAN}]", 12)
+    template_norm(texts)
+    sentence_punct(flat)
     mark_ready("text")  # (byte_sums: as the token estimate calls it, by dataclean.warm)
     return True
 
