@@ -389,3 +389,21 @@ def test_report_of_finished_runs_is_written(small_run, tmp_path):
     res = run_cli("report", failed)
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == [f"report: {failed / 'report.html'}"]
+
+
+def test_an_unsupported_file_named_on_its_own_is_one_line_with_the_fix(tmp_path):
+    """A CSV named on the command line (planning reads each input's format to cut it into tasks) is a failed
+    input with one line that says how to convert it, not a traceback; the other inputs run."""
+    csv = tmp_path / "data.csv"
+    csv.write_text("id,text\n1,hello world\n")
+    good = tmp_path / "good.jsonl"
+    write_jsonl(good, [{"id": "a", "text": "A line of text that is a document of its own, with words. " * 12}])
+    r = run_cli("run", csv, good, "-o", tmp_path / "out", "--quiet")
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    lines = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert lines == [f"error: cannot read {csv}: unsupported file type (expected .parquet, .arrow, .feather, "
+                     ".ipc, .jsonl, .json, .ndjson (each also .gz or .zst), .warc, .warc.gz or .wet.gz); convert it "
+                     "to Parquet first: python -c \"import pyarrow.csv as c, pyarrow.parquet as p; "
+                     f"p.write_table(c.read_csv('{csv}'), 'out.parquet')\""]
+    assert r.stdout.startswith("1 records in: ")

@@ -454,10 +454,12 @@ FILE_ERRORS = [
      "repeated column name(s): text"),
     ("notes.txt", lambda p: p.write_text('{"text": "a"}\n'),
      "unsupported file type (expected .parquet, .arrow, .feather, .ipc, .jsonl, .json, .ndjson (each also .gz or "
-     ".zst), .warc, .warc.gz or .wet.gz)"),
+     ".zst), .warc, .warc.gz or .wet.gz); a file of one JSON object per line is read when named .jsonl; plain "
+     'text is not: write each document as {"text": ...} on a line of a .jsonl file'),
     ("table.csv.gz", lambda p: write_jsonl_gz(p, [{"text": "a"}]),
      "unsupported file type (expected .parquet, .arrow, .feather, .ipc, .jsonl, .json, .ndjson (each also .gz or "
-     ".zst), .warc, .warc.gz or .wet.gz)"),
+     ".zst), .warc, .warc.gz or .wet.gz); convert it to Parquet first: python -c \"import pyarrow.csv as c, "
+     "pyarrow.parquet as p; p.write_table(c.read_csv('{path}'), 'out.parquet')\""),
     ("gone.jsonl", lambda p: None, "not a file"),
 ]
 
@@ -468,6 +470,7 @@ def test_unreadable_file_raises_input_file_error(tmp_path, name, make, cause):
     make(path)
     with pytest.raises(InputFileError) as exc:
         read(path)
+    cause = cause.replace("{path}", str(path))
     assert exc.value.path == str(path)
     assert exc.value.cause == cause
     assert str(exc.value) == f"{path}: {cause}"

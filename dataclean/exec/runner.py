@@ -43,6 +43,7 @@ from dataclean.io.pieces import jsonl_pieces
 from dataclean.io.readers import (
     JSON_ARRAY_SUFFIXES,
     MAX_CHUNK_TEXT_BYTES,
+    InputFileError,
     detect_format,
     discover_inputs,
     parquet_pieces,
@@ -491,7 +492,10 @@ def _pieces(path: str, inp: InputSection) -> list[Piece] | None:
     """The pieces of ``path``: row ranges of a Parquet file (:func:`~dataclean.io.readers.parquet_pieces`;
     its footer is read only when the file is not smaller on disk than a piece, an object-store file always)
     or byte spans of a JSON Lines file (:func:`~dataclean.io.pieces.jsonl_pieces`); None: one task."""
-    fmt = detect_format(path)
+    try:
+        fmt = detect_format(path)
+    except InputFileError:  # (a file named on its own: its task fails with the one-line cause, as any read)
+        return None
     if inp.split_mb <= 0 or not _splittable(path, fmt):
         return None
     if fmt == "jsonl":

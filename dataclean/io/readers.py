@@ -130,8 +130,17 @@ def detect_format(path: str) -> str:
         return "jsonl"
     if name.endswith(WARC_SUFFIXES):
         return "warc"
+    base = name[:-3] if name.endswith(".gz") else name[:-4] if name.endswith(".zst") else name
+    fix = ""
+    if base.endswith((".csv", ".tsv")):
+        fix = ("; convert it to Parquet first: python -c \"import pyarrow.csv as c, pyarrow.parquet as p; "
+               f"p.write_table(c.read_csv('{path}'{', c.ParseOptions(delimiter=chr(9))' if base.endswith('.tsv') else ''}), "
+               "'out.parquet')\"")
+    elif base.endswith(".txt"):
+        fix = ("; a file of one JSON object per line is read when named .jsonl; plain text is not: write each "
+               "document as {\"text\": ...} on a line of a .jsonl file")
     raise InputFileError(path, "unsupported file type (expected .parquet, .arrow, .feather, .ipc, .jsonl, .json, "
-                               ".ndjson (each also .gz or .zst), .warc, .warc.gz or .wet.gz)")
+                               ".ndjson (each also .gz or .zst), .warc, .warc.gz or .wet.gz)" + fix)
 
 
 def discover_inputs(inputs: list[str], notes: list[str] | None = None,
