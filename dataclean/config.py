@@ -76,12 +76,27 @@ def load_yaml(path: str | os.PathLike) -> dict:
     except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config {path} is not valid YAML: {exc}") from None
+        raise ConfigError(f"config {path} is not valid YAML: {_yaml_problem(exc)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"config {path}: the top level must be a mapping, not {type(data).__name__}")
     return data
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's message on one line: ``line 3, column 4: did not find expected '-' indicator (while parsing a
+    block collection that starts at line 2, column 3)`` (its own text spans several lines)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if mark is None or not problem:
+        return " ".join(str(exc).split())
+    out = f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    context, context_mark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if context:
+        out += f" ({context}" + (f" that starts at line {context_mark.line + 1}, column {context_mark.column + 1}"
+                                 if context_mark is not None else "") + ")"
+    return out
 
 
 def default_config() -> dict:
@@ -103,7 +118,10 @@ def _merge(base: Any, override: Any, key: str) -> Any:
                 out[k] = v
                 continue
             if k not in base:
-                raise ConfigError(f"unknown config key {path!r}")
+                hint = _did_you_mean(k, base)
+                raise ConfigError(f"unknown config key {path!r}" + (f" ({hint})" if hint else "")
+                                  + f"; the keys {'of ' + key if key else 'at the top level'}: "
+                                  + ", ".join(map(str, base)))
             out[k] = _merge(base[k], v, path)
         return out
     if isinstance(base, list):

@@ -132,7 +132,9 @@ def test_unknown_config_key_is_named(tmp_path, sample_data):
     cfg.write_text("output:\n  rejected_txt: false\n")
     res = run_cli("run", sample_data, "-o", tmp_path / "o", "--quiet", "--config", cfg)
     assert res.returncode == 2
-    assert res.stderr.strip() == "error: unknown config key 'output.rejected_txt'"
+    assert res.stderr.strip() == ("error: unknown config key 'output.rejected_txt' (did you mean rejected_text?); "
+                                  "the keys of output: shard_max_rows, shard_max_mb, row_group_rows, rejected_text, "
+                                  "report")
 
 
 def test_default_pipeline_on_sample_data(tmp_path, sample_data):

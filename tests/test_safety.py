@@ -22,7 +22,7 @@ def test_yaml_python_tags_are_refused_not_run(tmp_path, tag):
     marker = tmp_path / "ran"
     cfg = tmp_path / "evil.yaml"
     cfg.write_text(f'pipeline: {tag} ["touch {marker}"]\n')
-    with pytest.raises(ConfigError, match="is not valid YAML: could not determine a constructor"):
+    with pytest.raises(ConfigError, match=r"is not valid YAML: line 1, column 11: could not determine a constructor"):
         resolve_config(str(cfg))
     assert not marker.exists()
 
@@ -33,8 +33,8 @@ def test_yaml_python_tag_through_the_cli(tmp_path):
     write_jsonl(tmp_path / "in" / "a.jsonl", [{"text": "hello"}])
     res = run_cli("run", "in", "-o", "out", "--config", "evil.yaml", "--quiet", cwd=tmp_path)
     assert res.returncode == 2
-    assert res.stderr.startswith("error: config evil.yaml is not valid YAML: could not determine a constructor "
-                                 "for the tag 'tag:yaml.org,2002:python/object/apply:os.system'")
+    assert res.stderr == ("error: config evil.yaml is not valid YAML: line 1, column 11: could not determine a "
+                          "constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.system'\n")
     assert "Traceback" not in res.stderr
     assert not marker.exists() and not (tmp_path / "out").exists()
 
@@ -89,3 +89,23 @@ def test_stats_prints_source_names_as_text_not_markup(tmp_path):
     for name in names:
         assert name in res.stdout
     assert "\x1b]8;" not in res.stdout and "\x1b[5m" not in res.stdout
+
+
+def test_a_yaml_syntax_error_is_one_line_with_where(tmp_path):
+    """PyYAML's own message spans four lines; the config error names the line and column on one."""
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("pipeline:\n  - stage: gopher_quality\n   min_words: 3\n")
+    with pytest.raises(ConfigError) as exc:
+        resolve_config(str(cfg))
+    assert str(exc.value) == (f"config {cfg} is not valid YAML: line 3, column 4: did not find expected '-' "
+                              "indicator (while parsing a block collection that starts at line 2, column 3)")
+
+
+def test_an_unknown_top_level_key_names_the_closest_and_the_keys(tmp_path):
+    cfg = tmp_path / "typo.yaml"
+    cfg.write_text("pipelin:\n  - stage: gopher_quality\n")
+    with pytest.raises(ConfigError) as exc:
+        resolve_config(str(cfg))
+    assert str(exc.value) == ("unknown config key 'pipelin' (did you mean pipeline?); the keys at the top level: "
+                              "version, seed, memory_limit, input, sources, pipeline, tokens, output, global, "
+                              "decontaminate, mixture, extract")
