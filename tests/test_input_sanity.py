@@ -126,6 +126,34 @@ def test_a_file_that_is_not_json_lines_stops(tmp_path):
                                  "is JSON Lines (one JSON object per line)"]
 
 
+@pytest.mark.parametrize("write, what, suffix", [(write_jsonl_gz, "gzip", ".gz"), (write_jsonl_zst, "zstd", ".zst")])
+def test_a_compressed_file_named_jsonl_says_to_name_it_so(tmp_path, write, what, suffix):
+    """Not UTF-8 because it is compressed: the fix is the name, not converting to UTF-8."""
+    write(tmp_path / "in" / "t.jsonl", content_records(3))
+    res = dc_run(tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert stderr_lines(res) == [f"error: every record of in/t.jsonl is a bad record (not valid UTF-8): it is "
+                                 f"{what}-compressed: name it t.jsonl{suffix}"]
+
+
+def test_an_id_column_no_input_has_stops_in_one_line(tmp_path):
+    """--id-column with a typo would derive every id (FILE#ROW) in silence; named but found in no input, it
+    stops the run. The right name runs, its ids taken from the column."""
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"doc_id": f"d{i}", "text": f"{PROSE} Item {i}."} for i in range(3)])
+    res = dc_run(tmp_path, "--id-column", "docid")
+    assert res.returncode == 2, res.stderr
+    assert stderr_lines(res) == ["error: id column 'docid': no record of in/a.jsonl has it (its columns: text, "
+                                 "doc_id): pass --id-column with one of them (or set input.columns.id; without "
+                                 "one, ids are FILE#ROW)"]
+    res = dc_run(tmp_path, "--id-column", "doc_id")
+    assert res.returncode == 0, res.stderr
+    import pyarrow.parquet as pq  # (kept and removed documents alike carry the ids read from doc_id)
+
+    ids = [i for folder in ("data", "rejected") for p in sorted((tmp_path / "out" / folder).glob("*.parquet"))
+           for i in pq.read_table(p, columns=["id"]).column("id").to_pylist()]
+    assert sorted(ids) == ["d0", "d1", "d2"]
+
+
 def test_library_raises_run_error(tmp_path):
     write_jsonl(tmp_path / "a.jsonl", content_records(3))
     with pytest.raises(dataclean.RunError) as exc:

@@ -22,6 +22,7 @@ import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -123,8 +124,26 @@ def all_bad_message(path: str, kind: str, records: list[dict], mapping: ColumnMa
     msg = f"every record of {path} is a bad record ({describe(kind, mapping)})"
     if names:
         msg += f"; its columns are {', '.join(names)}"
-    hint = _hint(kind, names, chars, mapping)
+    hint = _compressed_hint(path) if kind == "not valid UTF-8" else None
+    hint = hint or _hint(kind, names, chars, mapping)
     return msg + (f": {hint}" if hint else "") + after
+
+
+#: The first bytes of a gzip and of a zstd stream, and the name ending each needs.
+_MAGIC = ((b"\x1f\x8b", "gzip", ".gz"), (b"\x28\xb5\x2f\xfd", "zstd", ".zst"))
+
+
+def _compressed_hint(path: str) -> str | None:
+    """For a file whose records are not UTF-8: it is compressed but not named so (``a.jsonl`` holding gzip)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:  # (a URI, or gone: the generic hint)
+        return None
+    for magic, what, suffix in _MAGIC:
+        if head.startswith(magic) and not path.lower().endswith(suffix):
+            return f"it is {what}-compressed: name it {os.path.basename(path)}{suffix}"
+    return None
 
 
 def _all_bad_kind(chunk: ReadChunk) -> str | None:
@@ -161,6 +180,26 @@ def _first_batch(index: int, path: str, mapping: ColumnMapping, html_rows: bool 
     return verdict, html
 
 
+def _lacks_id(index: int, path: str, mapping: ColumnMapping) -> list[str] | None:
+    """Of the first batch of ``path``: its columns when no document took its id from ``mapping.id`` (each id is
+    the derived ``FILE#ROW``), ``[]`` when one did, None when there is nothing to tell (no documents, unreadable)."""
+    reader = read_shard(path, index, mapping, FIRST_BATCH_ROWS)
+    try:
+        chunk = next(reader, None)
+    except Exception:  # noqa: BLE001 - an unreadable file is pass 1's to report (exit 1), not this check's
+        return None
+    finally:
+        reader.close()
+    if chunk is None or not chunk.docs.num_rows:
+        return None
+    docs = chunk.docs
+    derived = pc.binary_join_element_wise(docs.column("origin_file"), pc.cast(docs.column("origin_row"), pa.string()), "#")
+    if not pc.all(pc.equal(docs.column("id"), derived)).as_py():
+        return []
+    extra = chunk.extra.schema.names if chunk.extra is not None else []
+    return [mapping.text, *(c for c in extra if c != mapping.text)]
+
+
 def _every_record_bad(index: int, path: str, mapping: ColumnMapping, kind: str) -> bool:
     """Whether every record of ``path`` is a bad record of cause ``kind`` (read until one is not)."""
     reader = read_shard(path, index, mapping, FIRST_BATCH_ROWS)
@@ -189,6 +228,15 @@ def check_first_batches(files: list[str], mapping: ColumnMapping, threads: int =
     for index, (path, (verdict, _)) in enumerate(zip(files, firsts)):
         if verdict is not None and _every_record_bad(index, path, mapping, verdict[0]):
             raise InputSanityError(all_bad_message(path, verdict[0], verdict[1], mapping))
+    if mapping.id and mapping.id != ColumnMapping.id:  # an id column the user named: in no input at all?
+        with ThreadPoolExecutor(max(1, min(threads, len(files)))) as pool:
+            lacking = list(pool.map(_lacks_id, range(len(files)), files, [mapping] * len(files)))
+        seen = [c for c in lacking if c is not None]
+        if seen and all(c for c in seen):
+            path, columns = next((f, c) for f, c in zip(files, lacking) if c)
+            raise InputSanityError(
+                f"id column {mapping.id!r}: no record of {path} has it (its columns: {', '.join(columns)}): pass "
+                "--id-column with one of them (or set input.columns.id; without one, ids are FILE#ROW)")
     for path, (_, html) in zip(files, firsts):
         if html is not None and 2 * html[0] > html[1]:
             raise InputSanityError(
