@@ -155,19 +155,19 @@ def _all_bad_kind(chunk: ReadChunk) -> str | None:
 
 
 def _first_batch(index: int, path: str, mapping: ColumnMapping, html_rows: bool = False
-                 ) -> tuple[tuple[str, list[dict]] | None, tuple[int, int] | None]:
+                 ) -> tuple[tuple[str, list[dict]] | None, tuple[int, int] | None, list[str] | None]:
     """Of the first batch of ``path``: (cause, sample records) when it is all bad records of one cause, else
-    None; and with ``html_rows``, (records of raw HTML, records) when no record's meta marks an HTML page
-    (:data:`dataclean.io.warc.HTML_META_PATTERN`), else None."""
+    None; with ``html_rows``, (records of raw HTML, records) when no record's meta marks an HTML page
+    (:data:`dataclean.io.warc.HTML_META_PATTERN`), else None; and :func:`_id_columns`."""
     reader = read_shard(path, index, mapping, FIRST_BATCH_ROWS)
     try:
         chunk = next(reader, None)
     except Exception:  # noqa: BLE001 - an unreadable file is pass 1's to report (exit 1), not this check's
-        return None, None
+        return None, None, None
     finally:
         reader.close()
     if chunk is None:
-        return None, None
+        return None, None, None
     kind = _all_bad_kind(chunk)
     bad = chunk.bad
     verdict = (kind, _records(bad.column("raw").to_pylist()[:SAMPLE_RECORDS])) if kind and bad is not None else None
@@ -177,23 +177,18 @@ def _first_batch(index: int, path: str, mapping: ColumnMapping, html_rows: bool 
                                                                            HTML_META_PATTERN)).as_py():
         pages = pc.sum(pc.match_substring_regex(docs.column("text"), _HTML_START, ignore_case=True)).as_py() or 0
         html = (pages, docs.num_rows)
-    return verdict, html
+    return verdict, html, _id_columns(chunk, mapping)
 
 
-def _lacks_id(index: int, path: str, mapping: ColumnMapping) -> list[str] | None:
-    """Of the first batch of ``path``: its columns when no document took its id from ``mapping.id`` (each id is
-    the derived ``FILE#ROW``), ``[]`` when one did, None when there is nothing to tell (no documents, unreadable)."""
-    reader = read_shard(path, index, mapping, FIRST_BATCH_ROWS)
-    try:
-        chunk = next(reader, None)
-    except Exception:  # noqa: BLE001 - an unreadable file is pass 1's to report (exit 1), not this check's
-        return None
-    finally:
-        reader.close()
-    if chunk is None or not chunk.docs.num_rows:
-        return None
+def _id_columns(chunk: ReadChunk, mapping: ColumnMapping) -> list[str] | None:
+    """For an id column the user named (not the default): the chunk's columns when no document took its id
+    from it (each id is the derived ``FILE#ROW``), ``[]`` when one did; None when there is nothing to tell (the
+    default id column, no documents)."""
     docs = chunk.docs
-    derived = pc.binary_join_element_wise(docs.column("origin_file"), pc.cast(docs.column("origin_row"), pa.string()), "#")
+    if not mapping.id or mapping.id == ColumnMapping.id or not docs.num_rows:
+        return None
+    derived = pc.binary_join_element_wise(docs.column("origin_file"), pc.cast(docs.column("origin_row"), pa.string()),
+                                          "#")
     if not pc.all(pc.equal(docs.column("id"), derived)).as_py():
         return []
     extra = chunk.extra.schema.names if chunk.extra is not None else []
@@ -225,19 +220,16 @@ def check_first_batches(files: list[str], mapping: ColumnMapping, threads: int =
     with ThreadPoolExecutor(max(1, min(threads, len(files)))) as pool:
         firsts = list(pool.map(_first_batch, range(len(files)), files, [mapping] * len(files),
                                [html_rows and not is_warc(f) for f in files]))
-    for index, (path, (verdict, _)) in enumerate(zip(files, firsts)):
+    for index, (path, (verdict, _, _)) in enumerate(zip(files, firsts)):
         if verdict is not None and _every_record_bad(index, path, mapping, verdict[0]):
             raise InputSanityError(all_bad_message(path, verdict[0], verdict[1], mapping))
-    if mapping.id and mapping.id != ColumnMapping.id:  # an id column the user named: in no input at all?
-        with ThreadPoolExecutor(max(1, min(threads, len(files)))) as pool:
-            lacking = list(pool.map(_lacks_id, range(len(files)), files, [mapping] * len(files)))
-        seen = [c for c in lacking if c is not None]
-        if seen and all(c for c in seen):
-            path, columns = next((f, c) for f, c in zip(files, lacking) if c)
-            raise InputSanityError(
-                f"id column {mapping.id!r}: no record of {path} has it (its columns: {', '.join(columns)}): pass "
-                "--id-column with one of them (or set input.columns.id; without one, ids are FILE#ROW)")
-    for path, (_, html) in zip(files, firsts):
+    lacking = [(path, columns) for path, (_, _, columns) in zip(files, firsts) if columns is not None]
+    if lacking and all(columns for _, columns in lacking):  # an id column the user named, in no input at all
+        path, columns = lacking[0]
+        raise InputSanityError(
+            f"id column {mapping.id!r}: no record of {path} has it (its columns: {', '.join(columns)}): pass "
+            "--id-column with one of them (or set input.columns.id; without one, ids are FILE#ROW)")
+    for path, (_, html, _) in zip(files, firsts):
         if html is not None and 2 * html[0] > html[1]:
             raise InputSanityError(
                 f"{path}: {html[0]} of its first {html[1]} records are raw HTML, and extract takes only "
