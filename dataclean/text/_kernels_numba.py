@@ -956,31 +956,21 @@ def _same_bytes(data, a, b, c, d):
 
 
 @njit(cache=True, nogil=True)
-def _most_repeated(data, kind, lo, hi, n, counted):
+def _most_repeated(data, kind, lo, hi, n, h, order, counted):
     """The largest number of equal keys among the first ``n``: key ``j`` is ``(kind[j], data[lo[j]:hi[j]])``.
-    ``counted``: scratch, at least ``n`` long. Up to 32 keys (most lines) are compared pair by pair; more are
-    grouped by a hash first, then compared within a hash (a collision splits a group, it never merges two)."""
-    if n == 0:
-        return 0
-    best = 0
+    ``h``, ``order``, ``counted``: scratch, at least ``n`` long. Up to 32 keys (most lines) are one group,
+    compared pair by pair; more are grouped by a hash first, then compared within a hash (a collision splits
+    a group, it never merges two)."""
     if n <= 32:
-        counted[:n] = False
-        for x in range(n):
-            if counted[x]:
-                continue
-            c = 1
-            for y in range(x + 1, n):
-                if not counted[y] and kind[y] == kind[x] and _same_bytes(data, lo[x], hi[x], lo[y], hi[y]):
-                    counted[y] = True
-                    c += 1
-            if c > best:
-                best = c
-        return best
-    h = np.empty(n, np.uint64)
-    for j in range(n):
-        h[j] = _hash_bytes(data, lo[j], hi[j]) ^ np.uint64(kind[j])
-    order = np.argsort(h)
+        for j in range(n):
+            h[j] = 0
+            order[j] = j
+    else:
+        for j in range(n):
+            h[j] = _hash_bytes(data, lo[j], hi[j]) ^ np.uint64(kind[j])
+        order[:n] = np.argsort(h[:n])
     counted[:n] = False
+    best = 0
     s = 0
     while s < n:
         e = s + 1
@@ -1104,6 +1094,8 @@ def keyword_repeats(data, offsets, table, max_item_chars):
     klo = np.empty(0, np.int64)
     khi = np.empty(0, np.int64)
     counted = np.empty(0, np.bool_)
+    hashes = np.empty(0, np.uint64)
+    order = np.empty(0, np.int64)
     for r in range(n):
         start = offsets[r]
         end = offsets[r + 1]
@@ -1113,6 +1105,8 @@ def keyword_repeats(data, offsets, table, max_item_chars):
             klo = np.empty(cap, np.int64)
             khi = np.empty(cap, np.int64)
             counted = np.empty(cap, np.bool_)
+            hashes = np.empty(cap, np.uint64)
+            order = np.empty(cap, np.int64)
         nk = 0
         items = 0
         item_a = start
@@ -1165,7 +1159,7 @@ def keyword_repeats(data, offsets, table, max_item_chars):
             got, nk = _item_keys(data, item_a, end, table, max_item_chars, kind, klo, khi, nk)
             items += got
         n_items[r] = items
-        reps[r] = _most_repeated(data, kind, klo, khi, nk, counted)
+        reps[r] = _most_repeated(data, kind, klo, khi, nk, hashes, order, counted)
     return n_items, reps
 
 
