@@ -22,13 +22,12 @@ import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dataclean.exec.errors import RunError
 from dataclean.io.fs import files_in
-from dataclean.io.readers import ColumnMapping, ReadChunk, read_shard, text_column_hint
+from dataclean.io.readers import ColumnMapping, ReadChunk, origin_ids, read_shard, text_column_hint
 from dataclean.io.warc import HTML_META_PATTERN, is_warc
 from dataclean.sections import InputSection
 
@@ -187,8 +186,7 @@ def _id_columns(chunk: ReadChunk, mapping: ColumnMapping) -> list[str] | None:
     docs = chunk.docs
     if not mapping.id or mapping.id == ColumnMapping.id or not docs.num_rows:
         return None
-    derived = pc.binary_join_element_wise(docs.column("origin_file"), pc.cast(docs.column("origin_row"), pa.string()),
-                                          "#")
+    derived = origin_ids(docs.column("origin_file"), docs.column("origin_row"))
     if not pc.all(pc.equal(docs.column("id"), derived)).as_py():
         return []
     extra = chunk.extra.schema.names if chunk.extra is not None else []

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from dataclean.dedup.keys import xxh3_64_of
 from dataclean.failpoints import failpoint
 from dataclean.io.fs import files_in
+from dataclean.io.readers import origin_ids
 from dataclean.io.writers import (
     WORK_CODEC,
     atomic_write_table,
@@ -55,8 +55,7 @@ PARTITION = "partition"
 def id_rows(batch: pa.RecordBatch) -> tuple[pa.Table, np.ndarray]:
     """Key rows of the ``ids`` kind: ``(id, doc_key, origin)``, keyed by the 64-bit xxh3 of the id."""
     ids = batch.column("id")
-    origin = pc.binary_join_element_wise(batch.column("origin_file"),
-                                         pc.cast(batch.column("origin_row"), pa.string()), "#")
+    origin = origin_ids(batch.column("origin_file"), batch.column("origin_row"))
     return pa.table({"id": ids, "doc_key": batch.column("doc_key"), "origin": origin}), xxh3_64_of(ids)
 
 

@@ -476,13 +476,17 @@ def _to_string(arr: pa.Array | None, n: int) -> pa.Array:
     return pa.array([None if v is None else str(v) for v in arr.to_pylist()], pa.string())
 
 
+def origin_ids(files: pa.Array, rows: pa.Array) -> pa.Array:
+    """The id a document without one gets: ``FILE#ROW`` (its origin file and row), element-wise."""
+    return pc.binary_join_element_wise(files, pc.cast(rows, pa.string()), "#")
+
+
 def _canonical(origin_file: str, file_index: int, rows: pa.Array, texts: pa.Array, ids: pa.Array | None,
                sources: pa.Array | None, urls: pa.Array | None, langs: pa.Array | None,
                metas: pa.Array | None, default_source: str) -> pa.RecordBatch:
     n = len(texts)
     rows = rows.cast(pa.int64())
-    derived = pc.binary_join_element_wise(pa.array([origin_file] * n, pa.string()),
-                                          pc.cast(rows, pa.string()), "#")
+    derived = origin_ids(pa.array([origin_file] * n, pa.string()), rows)
     ids = _to_string(ids, n)
     ids = pc.if_else(pc.is_null(ids), derived, ids) if ids.null_count else ids
     sources = _to_string(sources, n)
